@@ -1,0 +1,157 @@
+"""The IMPALA learner: V-trace loss, RMSProp, learning-rate annealing.
+
+One `Learner` owns the agent's optimiser state and the global frame counter;
+`train_step` consumes a time-major batch of trajectories (see
+`trajectory.py`) and is compiled with XLA when asked.
+"""
+
+import collections
+
+import tensorflow as tf
+
+from impala_tf import losses
+from impala_tf import vtrace
+
+LearnerHParams = collections.namedtuple(
+    'LearnerHParams',
+    [
+        'learning_rate',  # Initial learning rate, annealed linearly to 0.
+        'total_environment_frames',  # Frames over which it is annealed.
+        'num_action_repeats',  # Environment frames per agent step.
+        'decay',  # RMSProp decay of the squared-gradient average.
+        'momentum',  # RMSProp momentum.
+        'epsilon',  # RMSProp epsilon.
+        'max_grad_norm',  # Global-norm gradient clipping; None or 0: none.
+        'discounting',  # gamma.
+        'baseline_cost',  # Weight of the baseline loss.
+        'entropy_cost',  # Weight of the entropy loss.
+        'reward_clipping',  # One of losses.REWARD_CLIPPING_MODES.
+    ])
+
+
+class RMSProp(tf.Module):
+  """RMSProp as TF1's `RMSPropOptimizer`, which the paper's code used.
+
+  ms <- decay * ms + (1 - decay) * g^2
+  mom <- momentum * mom + lr * g / sqrt(ms + epsilon)
+  w <- w - mom
+
+  The mean square starts at one, not zero, as in TF1, so the first updates
+  are not blown up by a tiny denominator.
+  """
+
+  def __init__(self, variables, decay, momentum, epsilon, name='rmsprop'):
+    super().__init__(name=name)
+    self._decay = decay
+    self._momentum = momentum
+    self._epsilon = epsilon
+    with self.name_scope:
+      self.mean_squares = [
+          tf.Variable(tf.ones_like(v), trainable=False, name='ms')
+          for v in variables
+      ]
+      self.moments = [
+          tf.Variable(tf.zeros_like(v), trainable=False, name='mom')
+          for v in variables
+      ]
+
+  def apply(self, gradients, variables, learning_rate):
+    """Applies one update; `gradients` and `variables` are aligned lists."""
+    for gradient, variable, mean_square, moment in zip(
+        gradients, variables, self.mean_squares, self.moments):
+      mean_square.assign(self._decay * mean_square +
+                         (1.0 - self._decay) * tf.square(gradient))
+      moment.assign(self._momentum * moment + learning_rate * gradient *
+                    tf.math.rsqrt(mean_square + self._epsilon))
+      variable.assign_sub(moment)
+
+
+class Learner(tf.Module):
+  """Trains an `agents.Agent` on batches of trajectories with V-trace."""
+
+  def __init__(self, agent, hparams, xla=False, name='learner'):
+    super().__init__(name=name)
+    self.agent = agent
+    self.hparams = hparams
+    with self.name_scope:
+      self.optimizer = RMSProp(agent.trainable_variables, hparams.decay,
+                               hparams.momentum, hparams.epsilon)
+      self.num_environment_frames = tf.Variable(
+          0, dtype=tf.int64, trainable=False, name='num_environment_frames')
+      self.num_updates = tf.Variable(
+          0, dtype=tf.int64, trainable=False, name='num_updates')
+    self.train_step = tf.function(self._train_step, jit_compile=xla)
+
+  def learning_rate(self):
+    """The initial rate annealed linearly to 0 over the total frames."""
+    total = float(self.hparams.total_environment_frames)
+    done = tf.minimum(tf.cast(self.num_environment_frames, tf.float32), total)
+    return self.hparams.learning_rate * (1.0 - done / total)
+
+  def loss(self, trajectory):
+    """The summed IMPALA loss of a batch.
+
+    Args:
+      trajectory: `Trajectory` with fields `[T + 1, B, ...]`.
+
+    Returns:
+      (total_loss scalar, dict of scalar diagnostics).
+    """
+    hparams = self.hparams
+    env_outputs = trajectory.env_outputs
+    agent_outputs = trajectory.agent_outputs
+    learner_outputs, _ = self.agent.unroll(agent_outputs.action, env_outputs,
+                                           trajectory.agent_state)
+    bootstrap_value = learner_outputs.baseline[-1]
+    # Step t of the learner's view scores the action chosen at x_t, which the
+    # trajectory stores at t + 1 with its reward and episode end.
+    target_logits = learner_outputs.policy_logits[:-1]
+    values = learner_outputs.baseline[:-1]
+    rewards = losses.clip_rewards(env_outputs.reward[1:],
+                                  hparams.reward_clipping)
+    discounts = losses.discounts_from_done(env_outputs.done[1:],
+                                           hparams.discounting)
+    vtrace_returns = vtrace.from_logits(
+        behaviour_policy_logits=agent_outputs.policy_logits[1:],
+        target_policy_logits=target_logits,
+        actions=agent_outputs.action[1:],
+        discounts=discounts,
+        rewards=rewards,
+        values=values,
+        bootstrap_value=bootstrap_value)
+    policy_gradient_loss = losses.policy_gradient_loss(
+        target_logits, agent_outputs.action[1:], vtrace_returns.pg_advantages)
+    baseline_loss = losses.baseline_loss(vtrace_returns.vs - values)
+    entropy_loss = losses.entropy_loss(target_logits)
+    total_loss = (
+        policy_gradient_loss + hparams.baseline_cost * baseline_loss +
+        hparams.entropy_cost * entropy_loss)
+    num_steps = tf.cast(tf.size(values), tf.float32)
+    return total_loss, {
+        'total_loss': total_loss,
+        'policy_gradient_loss': policy_gradient_loss,
+        'baseline_loss': baseline_loss,
+        'entropy': -entropy_loss / num_steps,
+        'mean_importance_weight': tf.reduce_mean(
+            tf.exp(vtrace_returns.log_rhos)),
+    }
+
+  def _train_step(self, trajectory):
+    """One RMSProp update on a batch; returns scalar diagnostics."""
+    learning_rate = self.learning_rate()
+    variables = self.agent.trainable_variables
+    with tf.GradientTape() as tape:
+      total_loss, stats = self.loss(trajectory)
+    gradients = tape.gradient(total_loss, variables)
+    gradient_norm = tf.linalg.global_norm(gradients)
+    if self.hparams.max_grad_norm:
+      gradients, _ = tf.clip_by_global_norm(
+          gradients, self.hparams.max_grad_norm, use_norm=gradient_norm)
+    self.optimizer.apply(gradients, variables, learning_rate)
+    unroll_length = trajectory.env_outputs.reward.shape[0] - 1
+    batch_size = trajectory.env_outputs.reward.shape[1]
+    self.num_environment_frames.assign_add(
+        unroll_length * batch_size * self.hparams.num_action_repeats)
+    self.num_updates.assign_add(1)
+    stats.update(learning_rate=learning_rate, gradient_norm=gradient_norm)
+    return stats
