@@ -1,0 +1,32 @@
+# The README's two commands: `make train` and `make test`.
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# Bazel's py_test runs the python3 first on PATH: the virtual environment's.
+BAZEL_ENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH"
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: train test pytest benchmark bazel
+
+train: $(STAMP)
+	$(PYTHON) experiment.py $(ARGS)
+
+test: $(STAMP) bazel
+	$(BAZEL_ENV) bazel test //... --test_output=errors --local_test_jobs=2
+
+pytest: $(STAMP)
+	$(PYTHON) -m pytest -q tests
+
+benchmark: $(STAMP)
+	PYTHONPATH=. $(PYTHON) benchmarks/learner_step.py $(ARGS)
+
+# Reinstalled only when requirements.txt changes, so later runs start at once.
+$(STAMP): requirements.txt
+	[ -x $(PYTHON) ] || python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	$(PYTHON) -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+bazel:
+	@command -v bazel >/dev/null || { $(SUDO) apt-get update && \
+	  $(SUDO) apt-get install -y bazel-bootstrap; }

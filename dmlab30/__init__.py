@@ -1,0 +1,1 @@
+"""DMLab-30 (DeepMind Lab): the environment wrapper, levels, scores (issue 5)."""
