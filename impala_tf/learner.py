@@ -80,6 +80,8 @@ class Learner(tf.Module):
           0, dtype=tf.int64, trainable=False, name='num_environment_frames')
       self.num_updates = tf.Variable(
           0, dtype=tf.int64, trainable=False, name='num_updates')
+    # XLA cannot compile cuDNN's LSTM kernel; on a GPU without XLA use it.
+    self._use_cudnn = bool(tf.config.list_logical_devices('GPU')) and not xla
     self.train_step = tf.function(self._train_step, jit_compile=xla)
 
   def learning_rate(self):
@@ -100,8 +102,9 @@ class Learner(tf.Module):
     hparams = self.hparams
     env_outputs = trajectory.env_outputs
     agent_outputs = trajectory.agent_outputs
-    learner_outputs, _ = self.agent.unroll(agent_outputs.action, env_outputs,
-                                           trajectory.agent_state)
+    learner_outputs, _ = self.agent.unroll(
+        agent_outputs.action, env_outputs, trajectory.agent_state,
+        use_cudnn=self._use_cudnn)
     bootstrap_value = learner_outputs.baseline[-1]
     # Step t of the learner's view scores the action chosen at x_t, which the
     # trajectory stores at t + 1 with its reward and episode end.
