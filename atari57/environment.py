@@ -1,0 +1,139 @@
+"""An Atari game as a `dm_env.Environment`, preprocessed as in the paper.
+
+Appendix G (after Mnih et al. 2016): 84x84 grayscale frames, each action
+repeated 4 times with a max over the last 2 raw frames (Atari sprites
+flicker), a stack of the last 4 frames, episodes ended on a life loss for
+learning, no sticky actions, a 108,000-frame cap, and 1-30 random no-ops at
+the start of test episodes.
+"""
+
+import ale_py
+import ale_py.roms
+import dm_env
+from dm_env import specs
+import numpy as np
+
+FRAME_SIZE = 84
+FRAME_STACK = 4
+MAX_EPISODE_FRAMES = 108_000
+MAX_NOOP_STARTS = 30
+FULL_ACTION_SET_SIZE = 18
+
+
+def game_id(level_name):
+  """'atari/pong' -> 'pong', with a clear error for unknown games."""
+  if not level_name.startswith('atari/'):
+    raise ValueError(f'Atari level names look like atari/<game>, got '
+                     f'{level_name!r}')
+  game = level_name[len('atari/'):]
+  if game not in ale_py.roms.get_all_rom_ids():
+    raise ValueError(
+        f'unknown Atari game {game!r}; the valid ids are listed by: python '
+        '-c "import ale_py.roms; print(ale_py.roms.get_all_rom_ids())"')
+  return game
+
+
+def _area_resize_matrix(in_size, out_size):
+  """`[out, in]` weights that average each output pixel's input span."""
+  matrix = np.zeros((out_size, in_size), np.float32)
+  scale = in_size / out_size
+  for out_index in range(out_size):
+    start, end = out_index * scale, (out_index + 1) * scale
+    for in_index in range(int(start), int(np.ceil(end))):
+      overlap = min(end, in_index + 1) - max(start, in_index)
+      matrix[out_index, in_index] = overlap / scale
+  return matrix
+
+
+class AtariEnvironment(dm_env.Environment):
+  """One ALE game. Observations: uint8 `[84, 84, 4]`, the newest frame last.
+
+  With `end_episode_on_life_loss`, losing a life ends the episode for the
+  learner (discount 0) while the game goes on; `game_over` and
+  `game_return` describe whole games, which is what scores report.
+  """
+
+  def __init__(self,
+               level_name,
+               seed=0,
+               num_action_repeats=4,
+               full_action_set=False,
+               end_episode_on_life_loss=True,
+               noop_starts=False):
+    self._ale = ale_py.ALEInterface()
+    self._ale.setLoggerMode(ale_py.LoggerMode.Error)
+    self._ale.setInt('random_seed', seed)
+    self._ale.setFloat('repeat_action_probability', 0.0)
+    self._ale.setInt('max_num_frames_per_episode', MAX_EPISODE_FRAMES)
+    self._ale.loadROM(ale_py.roms.get_rom_path(game_id(level_name)))
+    self._actions = (
+        self._ale.getLegalActionSet()
+        if full_action_set else self._ale.getMinimalActionSet())
+    self._num_action_repeats = num_action_repeats
+    self._end_episode_on_life_loss = end_episode_on_life_loss
+    self._noop_starts = noop_starts
+    self._rng = np.random.default_rng(seed)
+    height, width = self._ale.getScreenDims()
+    self._raw_frames = np.zeros((2, height, width), np.uint8)
+    self._resize_rows = _area_resize_matrix(height, FRAME_SIZE)
+    self._resize_columns = _area_resize_matrix(width, FRAME_SIZE).T
+    self._stack = np.zeros((FRAME_SIZE, FRAME_SIZE, FRAME_STACK), np.uint8)
+    self._lives = 0
+    self.game_over = True
+    self.game_return = 0.0
+
+  def observation_spec(self):
+    return specs.Array((FRAME_SIZE, FRAME_SIZE, FRAME_STACK), np.uint8,
+                       'frame')
+
+  def action_spec(self):
+    return specs.DiscreteArray(len(self._actions), name='action')
+
+  def reset(self):
+    if self.game_over:
+      self._ale.reset_game()
+      self.game_over = False
+      self.game_return = 0.0
+      if self._noop_starts:
+        for _ in range(self._rng.integers(1, MAX_NOOP_STARTS + 1)):
+          self._ale.act(ale_py.Action.NOOP)
+          if self._ale.game_over():
+            self._ale.reset_game()
+    self._lives = self._ale.lives()
+    self._ale.getScreenGrayscale(self._raw_frames[0])
+    self._stack[:] = 0
+    self._push_frame(self._raw_frames[0])
+    return dm_env.restart(self._stack.copy())
+
+  def step(self, action):
+    ale_action = self._actions[action]
+    reward = 0.0
+    for repeat in range(self._num_action_repeats):
+      reward += self._ale.act(ale_action)
+      if repeat >= self._num_action_repeats - 2:
+        self._ale.getScreenGrayscale(
+            self._raw_frames[repeat - self._num_action_repeats + 2])
+      if self._ale.game_over():
+        break
+    if self._num_action_repeats == 1 or repeat < self._num_action_repeats - 1:
+      # Fewer than 2 frames were captured; take the current screen alone.
+      self._ale.getScreenGrayscale(self._raw_frames[0])
+      self._raw_frames[1] = self._raw_frames[0]
+    self._push_frame(np.maximum(self._raw_frames[0], self._raw_frames[1]))
+    self.game_return += reward
+    self.game_over = self._ale.game_over()
+    lives = self._ale.lives()
+    life_lost = lives < self._lives
+    self._lives = lives
+    observation = self._stack.copy()
+    if self.game_over or (self._end_episode_on_life_loss and life_lost):
+      if self._ale.game_truncated():
+        return dm_env.truncation(reward, observation)
+      return dm_env.termination(reward, observation)
+    return dm_env.transition(reward, observation)
+
+  def _push_frame(self, raw_frame):
+    resized = self._resize_rows @ raw_frame.astype(np.float32) @ (
+        self._resize_columns)
+    self._stack[..., :-1] = self._stack[..., 1:]
+    self._stack[..., -1] = np.rint(resized).astype(np.uint8)

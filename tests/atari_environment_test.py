@@ -1,0 +1,72 @@
+"""The Atari wrapper on real ALE games."""
+
+import dm_env
+import numpy as np
+import tensorflow as tf
+
+from atari57 import environment
+
+
+class AtariEnvironmentTest(tf.test.TestCase):
+
+  def test_bad_names_get_a_clear_error(self):
+    with self.assertRaisesRegex(ValueError, 'get_all_rom_ids'):
+      environment.AtariEnvironment('atari/pongg')
+    with self.assertRaisesRegex(ValueError, 'atari/<game>'):
+      environment.AtariEnvironment('pong')
+
+  def test_resize_averages_and_keeps_constants(self):
+    matrix = environment._area_resize_matrix(210, 84)
+    self.assertAllClose(np.ones(84), matrix.sum(axis=1), atol=1e-5)
+    self.assertEqual((84, 210), matrix.shape)
+
+  def test_pong_random_play(self):
+    env = environment.AtariEnvironment('atari/pong', seed=1)
+    self.assertEqual(6, env.action_spec().num_values)
+    full = environment.AtariEnvironment('atari/pong', full_action_set=True)
+    self.assertEqual(18, full.action_spec().num_values)
+    timestep = env.reset()
+    self.assertTrue(timestep.first())
+    self.assertEqual((84, 84, 4), timestep.observation.shape)
+    self.assertEqual(np.uint8, timestep.observation.dtype)
+    rng = np.random.default_rng(0)
+    rewards, frames = [], [timestep.observation]
+    for _ in range(400):
+      timestep = env.step(rng.integers(6))
+      rewards.append(timestep.reward)
+      frames.append(timestep.observation)
+    self.assertTrue(set(rewards) <= {-1.0, 0.0, 1.0})
+    self.assertIn(-1.0, rewards)  # Random play concedes points in 1600 frames.
+    self.assertAllClose(sum(rewards), env.game_return)
+    # The stack shifts: the newest frame becomes the one before it next step.
+    self.assertAllEqual(frames[-2][..., 1:], frames[-1][..., :-1])
+    self.assertGreater(np.std(frames[-1][..., -1].astype(float)), 10.0)
+
+  def test_life_loss_ends_learning_episodes_but_not_the_game(self):
+    env = environment.AtariEnvironment('atari/breakout', seed=0)
+    env.reset()
+    episodes, game_steps = 0, 0
+    while not env.game_over:
+      timestep = env.step(1)  # FIRE launches the ball after each lost life.
+      game_steps += 1
+      if timestep.last():
+        episodes += 1
+        self.assertEqual(0.0, timestep.discount)
+        if not env.game_over:
+          self.assertTrue(env.reset().first())
+      self.assertLess(game_steps, 5000)
+    self.assertEqual(5, episodes)  # Breakout has 5 lives.
+
+  def test_noop_starts_vary_the_first_frame(self):
+    first_frames = []
+    for seed in range(4):
+      env = environment.AtariEnvironment('atari/breakout', seed=seed,
+                                         noop_starts=True)
+      env.reset()
+      first_frames.append(env.step(1).observation)
+    self.assertTrue(any(
+        np.any(first_frames[0] != frame) for frame in first_frames[1:]))
+
+
+if __name__ == '__main__':
+  tf.test.main()
