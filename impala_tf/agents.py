@@ -81,9 +81,8 @@ class Conv2D(tf.Module):
     return tf.nn.conv2d(x, self.w, self._stride, self._padding) + self.b
 
   def output_size(self, height, width):
+    """The spatial size of the output for VALID padding."""
     kernel_size = self.w.shape[0]
-    if self._padding == 'SAME':
-      return -(-height // self._stride), -(-width // self._stride)
     return ((height - kernel_size) // self._stride + 1,
             (width - kernel_size) // self._stride + 1)
 

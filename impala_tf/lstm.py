@@ -107,10 +107,6 @@ class LSTM(tf.Module):
         body, (inputs, done), initializer=(tf.zeros_like(state.h), state))
     return outputs, tf.nest.map_structure(lambda x: x[-1], states)
 
-  def unroll_cudnn(self, inputs, state):
-    """`unroll` without resets through cuDNN's fused LSTM kernel (GPU)."""
-    return self._unroll_cudnn(self._read_weights(), inputs, state)
-
   def _unroll_projected(self, weights, inputs, done, state):
     kernel, recurrent_kernel, bias = weights
     input_gates = tf.einsum('tbd,dg->tbg', inputs, kernel) + bias
