@@ -4,111 +4,224 @@ import numpy as np
 import tensorflow as tf
 
 from impala_tf import agents
-from impala_tf import trajectory as trajectory_lib
 
 DMLAB_FRAME, DMLAB_ACTIONS = (72, 96, 3), 9
+ATARI_FRAME, ATARI_ACTIONS = (84, 84, 4), 6
+NUM_STEPS, BATCH_SIZE = 4, 2
 
 
-def random_steps(agent, num_actions, observation_shape, num_steps=4,
-                 batch_size=2, instruction_words=0, seed=0):
-  """Random `[T, B]` inputs with an episode start inside, and instructions."""
-  batch = trajectory_lib.random_trajectory(
-      np.random.default_rng(seed), agent, num_steps - 1, batch_size,
-      num_actions, observation_shape)
-  env_outputs = batch.env_outputs
-  env_outputs.done[2, 0] = True
+def random_steps(num_actions, observation_shape, inner_reset=True,
+                 instruction_words=0, batch_size=BATCH_SIZE, seed=0):
+  """Random last actions `[T, B]` and `EnvOutput` `[T, B, ...]`.
+
+  With `inner_reset`, an episode starts at t = 2 in column 0. Instructions
+  have 1 to `instruction_words - 1` words, then padding; column 1 at t = 1
+  has none.
+  """
+  rng = np.random.default_rng(seed)
+  shape = (NUM_STEPS, batch_size)
+  done = np.zeros(shape, bool)
+  done[0, :] = True
+  done[2, 0] = inner_reset
+  instruction = rng.integers(
+      1, agents.INSTRUCTION_HASH_BUCKETS + 1,
+      size=shape + (instruction_words,)).astype(np.int32)
   if instruction_words:
-    words = np.random.default_rng(seed).integers(
-        0, agents.INSTRUCTION_HASH_BUCKETS + 1,
-        size=(num_steps, batch_size, instruction_words))
-    words[..., -1] = 0  # Trailing padding.
-    env_outputs = env_outputs._replace(instruction=words.astype(np.int32))
-  return batch.agent_outputs.action, env_outputs
+    num_words = rng.integers(1, instruction_words, size=shape)
+    num_words[1, 1] = 0
+    instruction[np.arange(instruction_words) >= num_words[..., None]] = 0
+  env_outputs = agents.EnvOutput(
+      reward=rng.normal(scale=2.0, size=shape).astype(np.float32),
+      done=done,
+      frame=rng.integers(0, 256, shape + observation_shape, np.uint8),
+      instruction=instruction)
+  last_actions = rng.integers(0, num_actions, shape).astype(np.int32)
+  return last_actions, env_outputs
+
+
+def at_step(env_outputs, t):
+  return tf.nest.map_structure(lambda x: x[t], env_outputs)
 
 
 class AgentsTest(tf.test.TestCase):
 
-  def test_parameter_counts_match_the_paper(self):
+  def test_parameter_counts(self):
     for torso, paper_count in (('shallow', 1.2e6), ('deep', 1.6e6)):
-      agent = agents.Agent(DMLAB_ACTIONS, DMLAB_FRAME, torso=torso,
-                           core='lstm', use_instruction=True)
+      agent = agents.Agent(DMLAB_ACTIONS, DMLAB_FRAME, torso, 'lstm',
+                           use_instruction=True)
       count = agent.num_parameters()
-      print(f'DMLab {torso} agent: {count} parameters (paper: {paper_count:.1e})')
+      print(f'DMLab {torso} + LSTM + instructions: {count} parameters '
+            f'(paper: {paper_count:.1e})')
       self.assertBetween(count, 0.9 * paper_count, 1.1 * paper_count)
+    for torso in agents.TORSOS:
+      agent = agents.Agent(ATARI_ACTIONS, ATARI_FRAME, torso, 'feedforward')
+      print(f'Atari {torso} feed-forward: {agent.num_parameters()} '
+            'parameters')
+
+  def test_initial_states(self):
+    lstm_agent = agents.Agent(DMLAB_ACTIONS, DMLAB_FRAME, 'shallow', 'lstm')
+    state = lstm_agent.initial_state(3)
+    self.assertAllEqual(np.zeros((3, agents.CORE_SIZE)), state.c)
+    self.assertAllEqual(np.zeros((3, agents.CORE_SIZE)), state.h)
+    feedforward_agent = agents.Agent(ATARI_ACTIONS, ATARI_FRAME, 'shallow',
+                                     'feedforward')
+    self.assertEqual((), feedforward_agent.initial_state(3))
 
   def _check_unroll_equals_steps(self, agent, num_actions, observation_shape,
-                                 instruction_words=0):
+                                 inner_reset=True, instruction_words=0):
     last_actions, env_outputs = random_steps(
-        agent, num_actions, observation_shape,
-        instruction_words=instruction_words)
-    state = agent.initial_state(2)
+        num_actions, observation_shape, inner_reset, instruction_words)
+    # A nonzero starting state, so that the reset at t = 0 matters too.
+    state = tf.nest.map_structure(lambda x: x + 0.5,
+                                  agent.initial_state(BATCH_SIZE))
     outputs, final_state = agent.unroll(last_actions, env_outputs, state)
-    for t in range(last_actions.shape[0]):
-      step_output, state = agent.step(
-          last_actions[t], tf.nest.map_structure(lambda x: x[t], env_outputs),
-          state)
+    for t in range(NUM_STEPS):
+      step_output, state = agent.step(last_actions[t],
+                                      at_step(env_outputs, t), state)
       self.assertAllClose(step_output.policy_logits, outputs.policy_logits[t],
                           atol=1e-5)
       self.assertAllClose(step_output.baseline, outputs.baseline[t], atol=1e-5)
     self.assertAllClose(state, final_state, atol=1e-5)
-    self.assertEqual((4, 2), tuple(outputs.action.shape))
-    self.assertEqual(tf.int32, outputs.action.dtype)
-    self.assertEqual((4, 2, num_actions), tuple(outputs.policy_logits.shape))
+    return outputs
 
   def test_shallow_lstm_unroll_equals_steps(self):
     agent = agents.Agent(DMLAB_ACTIONS, DMLAB_FRAME, 'shallow', 'lstm')
-    self._check_unroll_equals_steps(agent, DMLAB_ACTIONS, DMLAB_FRAME)
+    for inner_reset in (True, False):
+      self._check_unroll_equals_steps(agent, DMLAB_ACTIONS, DMLAB_FRAME,
+                                      inner_reset)
 
   def test_deep_feedforward_unroll_equals_steps(self):
-    agent = agents.Agent(6, (84, 84, 4), 'deep', 'feedforward')
-    self._check_unroll_equals_steps(agent, 6, (84, 84, 4))
+    agent = agents.Agent(ATARI_ACTIONS, ATARI_FRAME, 'deep', 'feedforward')
+    self._check_unroll_equals_steps(agent, ATARI_ACTIONS, ATARI_FRAME)
 
   def test_instruction_unroll_equals_steps(self):
-    agent = agents.Agent(DMLAB_ACTIONS, DMLAB_FRAME, 'deep', 'lstm',
+    agent = agents.Agent(DMLAB_ACTIONS, DMLAB_FRAME, 'shallow', 'lstm',
                          use_instruction=True)
     self._check_unroll_equals_steps(agent, DMLAB_ACTIONS, DMLAB_FRAME,
                                     instruction_words=5)
 
-  def test_xla_unroll_matches_eager(self):
+  def test_output_shapes_and_dtypes(self):
     agent = agents.Agent(DMLAB_ACTIONS, DMLAB_FRAME, 'shallow', 'lstm',
                          use_instruction=True)
-    last_actions, env_outputs = random_steps(agent, DMLAB_ACTIONS, DMLAB_FRAME,
+    last_actions, env_outputs = random_steps(DMLAB_ACTIONS, DMLAB_FRAME,
                                              instruction_words=3)
-    state = agent.initial_state(2)
-    eager, _ = agent.unroll(last_actions, env_outputs, state)
-    compiled, _ = tf.function(agent.unroll, jit_compile=True)(
-        last_actions, env_outputs, state)
-    self.assertAllClose(eager.policy_logits, compiled.policy_logits, atol=1e-4)
-    self.assertAllClose(eager.baseline, compiled.baseline, atol=1e-4)
+    outputs, state = agent.unroll(last_actions, env_outputs,
+                                  agent.initial_state(BATCH_SIZE))
+    step_output, step_state = agent.step(last_actions[0],
+                                         at_step(env_outputs, 0),
+                                         agent.initial_state(BATCH_SIZE))
+    for output, prefix in ((outputs, (NUM_STEPS, BATCH_SIZE)),
+                           (step_output, (BATCH_SIZE,))):
+      self.assertEqual(prefix, tuple(output.action.shape))
+      self.assertEqual(tf.int32, output.action.dtype)
+      self.assertEqual(prefix + (DMLAB_ACTIONS,),
+                       tuple(output.policy_logits.shape))
+      self.assertEqual(tf.float32, output.policy_logits.dtype)
+      self.assertEqual(prefix, tuple(output.baseline.shape))
+      self.assertEqual(tf.float32, output.baseline.dtype)
+      self.assertAllInRange(output.action, 0, DMLAB_ACTIONS - 1)
+    for core_state in (state, step_state):
+      self.assertEqual((BATCH_SIZE, agents.CORE_SIZE), tuple(core_state.h.shape))
+
+  def test_xla_matches_eager(self):
+    for torso, core, num_actions, frame, words in (
+        ('shallow', 'lstm', DMLAB_ACTIONS, DMLAB_FRAME, 3),
+        ('deep', 'feedforward', ATARI_ACTIONS, ATARI_FRAME, 0)):
+      agent = agents.Agent(num_actions, frame, torso, core,
+                           use_instruction=bool(words))
+      last_actions, env_outputs = random_steps(num_actions, frame,
+                                               instruction_words=words)
+      state = agent.initial_state(BATCH_SIZE)
+      eager, eager_state = agent.unroll(last_actions, env_outputs, state)
+      compiled, compiled_state = tf.function(
+          agent.unroll, jit_compile=True)(last_actions, env_outputs, state)
+      self.assertAllClose(eager.policy_logits, compiled.policy_logits,
+                          atol=1e-4)
+      self.assertAllClose(eager.baseline, compiled.baseline, atol=1e-4)
+      self.assertAllClose(eager_state, compiled_state, atol=1e-4)
+      step_eager, _ = agent.step(last_actions[0], at_step(env_outputs, 0),
+                                 state)
+      step_compiled, _ = tf.function(agent.step, jit_compile=True)(
+          last_actions[0], at_step(env_outputs, 0), state)
+      self.assertAllClose(step_eager.policy_logits,
+                          step_compiled.policy_logits, atol=1e-4)
+
+  def test_xla_gradients_match_eager(self):
+    agent = agents.Agent(DMLAB_ACTIONS, DMLAB_FRAME, 'shallow', 'lstm',
+                         use_instruction=True)
+    last_actions, env_outputs = random_steps(DMLAB_ACTIONS, DMLAB_FRAME,
+                                             instruction_words=3)
+
+    def gradients():
+      with tf.GradientTape() as tape:
+        outputs, _ = agent.unroll(last_actions, env_outputs,
+                                  agent.initial_state(BATCH_SIZE))
+        loss = tf.reduce_sum(outputs.baseline) + tf.reduce_sum(
+            tf.square(outputs.policy_logits))
+      # Dense, for the embedding's IndexedSlices.
+      return [
+          tf.convert_to_tensor(g)
+          for g in tape.gradient(loss, agent.trainable_variables)
+      ]
+
+    for eager, compiled in zip(gradients(),
+                               tf.function(gradients, jit_compile=True)()):
+      self.assertAllClose(eager, compiled, atol=1e-4, rtol=1e-4)
 
   def test_sampled_actions_follow_the_policy(self):
     agent = agents.Agent(3, (36, 36, 1), 'shallow', 'feedforward')
-    agent.policy.b.assign([0.0, 5.0, 0.0])  # Action 1 dominates.
     agent.policy.w.assign(tf.zeros_like(agent.policy.w))
-    _, env_outputs = random_steps(agent, 3, (36, 36, 1), batch_size=200)
-    output, _ = agent.step(tf.zeros([200], tf.int32),
-                           tf.nest.map_structure(lambda x: x[0], env_outputs),
-                           ())
-    probability = np.exp(5.0) / (np.exp(5.0) + 2.0)
-    self.assertBetween(np.mean(output.action.numpy() == 1),
-                       probability - 0.1, min(1.0, probability + 0.1))
+    agent.policy.b.assign([0.0, 2.0, 0.0])
+    last_actions, env_outputs = random_steps(3, (36, 36, 1), batch_size=2000)
+    output, _ = agent.step(last_actions[0], at_step(env_outputs, 0), ())
+    probability = np.exp(2.0) / (np.exp(2.0) + 2.0)  # 0.79.
+    self.assertNear(probability, np.mean(output.action.numpy() == 1), 0.04)
 
-  def test_instruction_encoding(self):
-    ids = agents.encode_instruction(
-        tf.constant(['pick the red ball', '', 'pick']), max_words=3).numpy()
-    self.assertEqual((3, 3), ids.shape)
-    self.assertTrue(np.all(ids[0] > 0))  # Truncated to 3 words.
+  def test_reward_is_clipped(self):
+    agent = agents.Agent(3, (36, 36, 1), 'shallow', 'feedforward')
+    last_actions, env_outputs = random_steps(3, (36, 36, 1))
+    step_inputs = at_step(env_outputs, 0)
+    outputs = [
+        agent.step(last_actions[0], step_inputs._replace(reward=reward),
+                   ())[0].baseline
+        for reward in (np.full([BATCH_SIZE], 1.0, np.float32),
+                       np.full([BATCH_SIZE], 7.0, np.float32))
+    ]
+    self.assertAllEqual(outputs[0], outputs[1])
+
+  def test_encode_instruction(self):
+    instructions = tf.constant(['pick the red ball', '', 'pick'])
+    ids = agents.encode_instruction(instructions, max_words=3).numpy()
+    self.assertEqual(np.int32, ids.dtype)
     self.assertAllEqual([0, 0, 0], ids[1])
-    self.assertEqual(ids[0, 0], ids[2, 0])  # Deterministic hashing.
+    self.assertAllInRange(ids[0], 1, agents.INSTRUCTION_HASH_BUCKETS)
+    self.assertEqual(ids[0, 0], ids[2, 0])  # The same word, the same id.
     self.assertAllEqual([0, 0], ids[2, 1:])
-    self.assertTrue(np.all(ids <= agents.INSTRUCTION_HASH_BUCKETS))
+    # Deterministic, also inside a graph.
+    encode = tf.function(lambda s: agents.encode_instruction(s, 3))
+    self.assertAllEqual(ids, encode(instructions))
+    agent = agents.Agent(3, (36, 36, 1), use_instruction=True,
+                         max_instruction_words=5)
+    self.assertEqual((3, 5), tuple(agent.encode_instruction(instructions).shape))
+
+  def test_instruction_encoder(self):
     encoder = agents.InstructionEncoder(seed=0)
-    encoded = encoder(tf.constant(ids)).numpy()
-    self.assertAllEqual(np.zeros(64), encoded[1])
+    ids = agents.encode_instruction(
+        tf.constant(['pick the red ball', '', 'pick']), max_words=6)
+    encoded = encoder(ids).numpy()
+    self.assertEqual((3, agents.InstructionEncoder.HIDDEN_SIZE), encoded.shape)
+    self.assertAllEqual(np.zeros(agents.InstructionEncoder.HIDDEN_SIZE),
+                        encoded[1])
     self.assertGreater(np.abs(encoded[0]).sum(), 0.0)
-    # Padding after the last word does not change the encoding.
-    self.assertAllClose(encoded[2],
-                        encoder(tf.constant(ids[2:, :1])).numpy()[0], atol=1e-6)
+    # More padding does not change an encoding; no words at all gives zeros.
+    self.assertAllClose(encoded[2], encoder(ids[2:, :1])[0], atol=1e-6)
+    self.assertAllEqual(np.zeros((3, agents.InstructionEncoder.HIDDEN_SIZE)),
+                        encoder(tf.zeros([3, 0], tf.int32)))
+    # The output at the last word is the LSTM's after reading the words.
+    words = encoder.embedding(ids[0, :4])[:, None]  # [4, 1, 20].
+    outputs, _ = encoder.lstm.unroll_fused(words,
+                                           encoder.lstm.initial_state(1))
+    self.assertAllClose(outputs[-1, 0], encoded[0], atol=1e-6)
 
   def test_bad_names_are_rejected(self):
     with self.assertRaisesRegex(ValueError, 'torso'):
