@@ -8,8 +8,13 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: train test pytest benchmark bazel
 
+# The default job: the paper's shallow Atari agent on Pong. Ctrl-C writes a
+# checkpoint; running it again resumes.
+TRAIN_ARGS ?= --level_name=atari/pong --logdir=logs/atari_pong \
+	--total_environment_frames=2e7
+
 train: $(STAMP)
-	$(PYTHON) experiment.py $(ARGS)
+	$(PYTHON) experiment.py $(TRAIN_ARGS) $(ARGS)
 
 test: $(STAMP) bazel
 	$(BAZEL_ENV) bazel test //... --test_output=errors --local_test_jobs=2
@@ -17,8 +22,11 @@ test: $(STAMP) bazel
 pytest: $(STAMP)
 	$(PYTHON) -m pytest -q tests
 
+# make benchmark [BENCHMARK=throughput|learner_step] [ARGS=...]
+BENCHMARK ?= throughput
+
 benchmark: $(STAMP)
-	PYTHONPATH=. $(PYTHON) benchmarks/learner_step.py $(ARGS)
+	PYTHONPATH=. $(PYTHON) benchmarks/$(BENCHMARK).py $(ARGS)
 
 # Reinstalled only when requirements.txt changes, so later runs start at once.
 $(STAMP): requirements.txt

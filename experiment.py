@@ -1,60 +1,429 @@
-r"""impala_tf's entry point.
+r"""IMPALA on one machine: actors, a trajectory queue, staging and a learner.
 
-The actor/learner training pipeline is not here yet (issue 3); until it is,
-this checks that the installation works end to end: every dependency imports
-and one compiled learner step of the shallow agent runs on a synthetic batch.
+Train the paper's shallow Atari agent on Pong, logging to logs/pong:
 
-  .venv/bin/python experiment.py
+  .venv/bin/python experiment.py --level_name=atari/pong --logdir=logs/pong
+
+Stopping it (Ctrl-C, SIGTERM) writes a checkpoint; the same command resumes.
+Evaluate the latest checkpoint with the test protocol:
+
+  .venv/bin/python experiment.py --mode=test --level_name=atari/pong \
+      --logdir=logs/pong --test_num_episodes=10
+
+Flags left unset take the paper's values for the level's domain (Atari:
+Table G.1; see DOMAINS).
 """
 
-import importlib
+import collections
+import functools
+import json
+import os
+import signal
 import sys
+import threading
+import time
 
 from absl import app
 from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from atari57 import environment as atari_environment
+from impala_tf import actor as actor_lib
 from impala_tf import agents
+from impala_tf import environments
 from impala_tf import learner as learner_lib
-from impala_tf import trajectory as trajectory_lib
+from impala_tf import progress
+from impala_tf import staging
+from impala_tf import transport as transport_lib
 
+# The paper's flag names (scalable_agent's experiment.py).
+flags.DEFINE_enum('mode', 'train', ['train', 'test'], 'Training or test.')
+flags.DEFINE_string('logdir', 'logs/impala', 'Checkpoints, summaries, '
+                    'flags and test results.')
+flags.DEFINE_string('level_name', 'atari/pong',
+                    'The level: atari/<game> (an ale-py ROM id).')
+flags.DEFINE_enum('agent', 'shallow', list(agents.TORSOS), 'The torso.')
+flags.DEFINE_enum('core', None, list(agents.CORES),
+                  'The core; default per domain (Atari: feedforward).')
+flags.DEFINE_integer('num_actors', 32, 'Environments acting in parallel, '
+                     'each an actor of the paper.', lower_bound=1)
+flags.DEFINE_integer('num_actor_threads', 2, 'Threads the actors are '
+                     'spread over; each steps its environments as a batch.',
+                     lower_bound=1)
+flags.DEFINE_integer('batch_size', 32, 'Trajectories per learner batch.',
+                     lower_bound=1)
+flags.DEFINE_integer('unroll_length', None, 'Steps per trajectory (T).',
+                     lower_bound=1)
+flags.DEFINE_integer('num_action_repeats', 4, 'Frames per agent step.',
+                     lower_bound=1)
+flags.DEFINE_float('total_environment_frames', None,
+                   'Frames to train for; the learning rate anneals to 0 '
+                   'over them.', lower_bound=1)
+flags.DEFINE_integer('seed', 1, 'Seed of the agent and the environments.')
+flags.DEFINE_float('entropy_cost', None, 'Entropy loss weight.')
+flags.DEFINE_float('baseline_cost', None, 'Baseline loss weight.')
+flags.DEFINE_float('discounting', None, 'Discount gamma.')
+flags.DEFINE_enum('reward_clipping', None, ['abs_one', 'soft_asymmetric'],
+                  'Reward clipping.')
+flags.DEFINE_float('learning_rate', None, 'Initial learning rate.')
+flags.DEFINE_float('decay', None, 'RMSProp decay.')
+flags.DEFINE_float('momentum', None, 'RMSProp momentum.')
+flags.DEFINE_float('epsilon', None, 'RMSProp epsilon.')
+flags.DEFINE_float('max_grad_norm', None,
+                   'Global gradient-norm clipping; 0: none.')
 flags.DEFINE_boolean('xla', False, 'Compile the learner step with XLA.')
+flags.DEFINE_integer('test_num_episodes', 10, 'Games per level in test '
+                     'mode (the paper: 200).', lower_bound=1)
+# This implementation's own flags.
+flags.DEFINE_boolean('dynamic_batching', True, 'Merge the actors\' '
+                     'inference calls into one forward pass.')
+flags.DEFINE_integer('inference_min_batch_size', 1, 'Dynamic batching: '
+                     'rows to wait for, up to the timeout.', lower_bound=1)
+flags.DEFINE_integer('inference_timeout_ms', 10, 'Dynamic batching: the '
+                     'longest wait for the minimum batch.', lower_bound=0)
+flags.DEFINE_enum('atari_environment', 'vector', ['vector', 'process'],
+                  'Atari training environments: ale-py\'s C++ vector '
+                  'environment, or one process per game (py_process).')
+flags.DEFINE_boolean('full_action_set', False, 'Atari: all 18 actions.')
+flags.DEFINE_integer('queue_capacity', None, 'Trajectories the queue holds; '
+                     'default: 2 batches.', lower_bound=1)
+flags.DEFINE_integer('checkpoint_interval_secs', 300, 'Seconds between '
+                     'checkpoints (one is also written at the end).',
+                     lower_bound=1)
+flags.DEFINE_integer('progress_interval_secs', 10, 'Seconds between '
+                     'progress lines and learner summaries.', lower_bound=1)
 FLAGS = flags.FLAGS
 
-DEPENDENCIES = ('absl', 'ale_py', 'dm_env', 'tree', 'tensorflow_probability')
+# Hyperparameters a domain decides when their flag is left unset.
+DOMAIN_FLAGS = ('core', 'unroll_length', 'total_environment_frames',
+                'entropy_cost', 'baseline_cost', 'discounting',
+                'reward_clipping', 'learning_rate', 'decay', 'momentum',
+                'epsilon', 'max_grad_norm')
+# The flags a checkpoint's network and run depend on; a resumed run must
+# keep them.
+RUN_DEFINING_FLAGS = ('level_name', 'agent', 'core', 'full_action_set',
+                      'num_action_repeats')
+
+Domain = collections.namedtuple(
+    'Domain',
+    [
+        'defaults',  # {flag name: value} for DOMAIN_FLAGS.
+        'check_level',  # (level_name) -> None; ValueError if unknown.
+        'environment_info',  # (config) -> (num_actions, observation_shape).
+        # (config, level_names, seed) -> BatchedEnvironment for training.
+        'training_environments',
+        # (config, level_names, seed) -> BatchedEnvironment for test mode.
+        'test_environments',
+    ])
 
 
-def check_learner_step(xla):
-  """Runs one learner step on a Pong-shaped synthetic batch; returns stats."""
-  num_actions, observation_shape, unroll_length, batch_size = 6, (84, 84, 4), 20, 4
-  agent = agents.Agent(num_actions, observation_shape, torso='shallow',
-                       core='feedforward')
+def _atari_environment_info(config):
+  game = atari_environment.AtariEnvironment(
+      config.level_name, full_action_set=config.full_action_set)
+  return game.action_spec().num_values, game.observation_spec().shape
+
+
+def _atari_processes(config, level_names, seed, noop_starts):
+  constructors = [
+      functools.partial(
+          atari_environment.AtariEnvironment, level_name, seed=seed + index,
+          num_action_repeats=config.num_action_repeats,
+          full_action_set=config.full_action_set, noop_starts=noop_starts)
+      for index, level_name in enumerate(level_names)
+  ]
+  return environments.ProcessEnvironments(constructors, level_names,
+                                          config.num_action_repeats)
+
+
+def _atari_training_environments(config, level_names, seed):
+  if config.atari_environment == 'process':
+    return _atari_processes(config, level_names, seed, noop_starts=False)
+  return atari_environment.AtariVectorEnvironment(
+      level_names[0], len(level_names), seed=seed,
+      num_action_repeats=config.num_action_repeats,
+      full_action_set=config.full_action_set)
+
+
+DOMAINS = {
+    'atari': Domain(
+        check_level=atari_environment.game_id,
+        defaults=dict(  # Table G.1; decay is not given: the official 0.99.
+            core='feedforward', unroll_length=20,
+            total_environment_frames=2e8, entropy_cost=0.01,
+            baseline_cost=0.5, discounting=0.99, reward_clipping='abs_one',
+            learning_rate=0.0006, decay=0.99, momentum=0.0, epsilon=0.01,
+            max_grad_norm=40.0),
+        environment_info=_atari_environment_info,
+        training_environments=_atari_training_environments,
+        test_environments=functools.partial(_atari_processes,
+                                            noop_starts=True)),
+}
+
+
+class UsageError(Exception):
+  """Bad flags or levels: reported as one line, exit status 2."""
+
+
+def domain_of(level_name):
+  prefix = level_name.split('/', 1)[0]
+  if prefix not in DOMAINS:
+    raise UsageError(
+        f'unknown level {level_name!r}: levels look like '
+        f'{" or ".join(name + "/<level>" for name in DOMAINS)}')
+  return DOMAINS[prefix]
+
+
+def make_config(flag_values):
+  """The run's settings: every flag, with unset domain flags filled in."""
+  level_name = flag_values.level_name
+  try:
+    domain_of(level_name).check_level(level_name)
+  except ValueError as error:
+    raise UsageError(error) from None
+  config = {
+      flag.name: flag.value
+      for flag in flag_values.get_key_flags_for_module(sys.modules[__name__])
+  }
+  domain = domain_of(level_name)
+  for name in DOMAIN_FLAGS:
+    if config[name] is None:
+      config[name] = domain.defaults[name]
+  config['total_environment_frames'] = int(config['total_environment_frames'])
+  if config['queue_capacity'] is None:
+    config['queue_capacity'] = 2 * config['batch_size']
+  return collections.namedtuple('Config', sorted(config))(**config)
+
+
+def build_learner(config, num_actions, observation_shape):
+  agent = agents.Agent(num_actions, observation_shape, torso=config.agent,
+                       core=config.core, seed=config.seed)
   hparams = learner_lib.LearnerHParams(
-      learning_rate=0.0006, total_environment_frames=int(2e8),
-      num_action_repeats=4, decay=0.99, momentum=0.0, epsilon=0.01,
-      max_grad_norm=40.0, discounting=0.99, baseline_cost=0.5,
-      entropy_cost=0.01, reward_clipping='abs_one')
-  learner = learner_lib.Learner(agent, hparams, xla=xla)
-  batch = trajectory_lib.random_trajectory(
-      np.random.default_rng(0), agent, unroll_length, batch_size, num_actions,
-      observation_shape)
-  return learner.train_step(batch)
+      learning_rate=config.learning_rate,
+      total_environment_frames=config.total_environment_frames,
+      num_action_repeats=config.num_action_repeats, decay=config.decay,
+      momentum=config.momentum, epsilon=config.epsilon,
+      max_grad_norm=config.max_grad_norm,
+      discounting=config.discounting, baseline_cost=config.baseline_cost,
+      entropy_cost=config.entropy_cost,
+      reward_clipping=config.reward_clipping)
+  return learner_lib.Learner(agent, hparams, xla=config.xla)
+
+
+def check_resumable(config):
+  """Writes the run's flags on the first start; refuses to resume a run in
+  `logdir` whose network or level differ."""
+  path = os.path.join(config.logdir, 'flags.json')
+  settings = config._asdict()
+  if os.path.exists(path):
+    with open(path) as f:
+      saved = json.load(f)
+    changed = [name for name in RUN_DEFINING_FLAGS
+               if saved.get(name) != settings[name]]
+    if changed:
+      raise UsageError(
+          f'{config.logdir} holds a run with other ' + ', '.join(
+              f'--{name}={saved.get(name)}' for name in changed) +
+          '; use another --logdir or the same flags')
+  os.makedirs(config.logdir, exist_ok=True)
+  temporary = path + '.tmp'
+  with open(temporary, 'w') as f:
+    json.dump(settings, f, indent=2, sort_keys=True)
+  os.replace(temporary, path)
+
+
+def split_evenly(items, parts):
+  """`items` cut into `parts` contiguous runs differing in length by <= 1."""
+  bounds = np.linspace(0, len(items), parts + 1).round().astype(int)
+  return [items[start:end] for start, end in zip(bounds[:-1], bounds[1:])]
+
+
+def train(config, stop=None, print_fn=print):
+  """Trains until `total_environment_frames` or `stop` is set.
+
+  Returns a dict with the final frame and update counts.
+  """
+  stop = stop or threading.Event()
+  domain = domain_of(config.level_name)
+  check_resumable(config)
+  num_actions, observation_shape = domain.environment_info(config)
+  learner = build_learner(config, num_actions, observation_shape)
+  checkpoint = tf.train.Checkpoint(learner=learner)
+  manager = tf.train.CheckpointManager(
+      checkpoint, os.path.join(config.logdir, 'checkpoints'), max_to_keep=3)
+  if manager.latest_checkpoint:
+    checkpoint.restore(manager.latest_checkpoint).assert_consumed()
+    print_fn(f'Resuming from {manager.latest_checkpoint} at '
+             f'{int(learner.num_environment_frames.numpy()):,} frames.')
+  num_updates = int(learner.num_updates.numpy())
+  frames = int(learner.num_environment_frames.numpy())
+  # Fresh random streams after a restart, not a replay of the first run's.
+  tf.random.set_seed(config.seed + num_updates)
+  run_seed = config.seed * 1_000_003 + num_updates
+
+  level_names = [config.level_name] * config.num_actors
+  transport = transport_lib.LocalTransport(
+      config.queue_capacity, policy_version=lambda: num_updates)
+  policy = actor_lib.Policy(
+      learner.agent, config.dynamic_batching,
+      minimum_batch_size=config.inference_min_batch_size,
+      maximum_batch_size=config.num_actors,
+      timeout_ms=config.inference_timeout_ms)
+  game_log = progress.GameLog()
+  environments_per_thread = [
+      domain.training_environments(config, names, run_seed + 10_000 * index)
+      for index, names in enumerate(
+          split_evenly(level_names, min(config.num_actor_threads,
+                                        config.num_actors)))
+  ]
+  actor_threads = actor_lib.ActorThreads([
+      actor_lib.Actor(
+          env, policy, transport, config.unroll_length,
+          initial_state=tf.nest.map_structure(
+              lambda x: x.numpy(), learner.agent.initial_state(env.num_envs)),
+          num_actions=num_actions, on_finished_game=game_log.add)
+      for env in environments_per_thread
+  ], transport)
+  staging_area = staging.StagingArea(
+      transport, config.batch_size,
+      device='/GPU:0' if tf.config.list_logical_devices('GPU') else None)
+  writer = tf.summary.create_file_writer(config.logdir)
+  progress_line = progress.ProgressLine(
+      config.total_environment_frames, config.progress_interval_secs,
+      print_fn)
+  print_fn(f'Training {config.agent} {config.core} agent on '
+           f'{config.level_name}: {config.num_actors} actors in '
+           f'{len(environments_per_thread)} threads, batch '
+           f'{config.batch_size}, unroll {config.unroll_length}, '
+           f'{config.total_environment_frames:,} frames; logdir '
+           f'{config.logdir}.')
+  actor_threads.start()
+  last_checkpoint = time.monotonic()
+  policy_lags = []
+  stats = {}
+  progress_line.maybe_print(frames, game_log)
+  try:
+    while frames < config.total_environment_frames and not stop.is_set():
+      batch = staging_area.get()
+      stats = learner.train_step(batch)
+      policy_lags.append(num_updates - batch.policy_version.mean())
+      num_updates += 1
+      frames = int(learner.num_environment_frames.numpy())
+      progress.write_games(writer, frames, game_log.take_unwritten())
+      fps = progress_line.maybe_print(
+          frames, game_log,
+          extra=f'updates {num_updates:,} | loss '
+          f'{float(stats["total_loss"]):.2f} | queue '
+          f'{transport.fill():.0%} | policy lag {np.mean(policy_lags):.1f}')
+      if fps is not None:
+        scalars = {name: float(value) for name, value in stats.items()}
+        scalars.update(policy_lag=float(np.mean(policy_lags)),
+                       queue_fill=transport.fill())
+        progress.write_scalars(writer, frames, scalars, 'learner')
+        progress.write_scalars(writer, frames, {'frames_per_second': fps},
+                               'throughput')
+        policy_lags = []
+      if time.monotonic() - last_checkpoint > config.checkpoint_interval_secs:
+        manager.save(checkpoint_number=num_updates)
+        last_checkpoint = time.monotonic()
+  except transport_lib.Closed:
+    actor_threads.check()  # An actor crashed: say so.
+  finally:
+    transport.close()
+    actor_threads.join()
+    policy.close()
+    for env in environments_per_thread:
+      env.close()
+  manager.save(checkpoint_number=num_updates)
+  writer.flush()
+  print_fn(f'Stopped at {frames:,} frames, {num_updates:,} updates; '
+           f'checkpoint {manager.latest_checkpoint}.')
+  return {'frames': frames, 'updates': num_updates,
+          'last_stats': {name: float(value) for name, value in stats.items()},
+          'recent_returns': game_log.recent_means()}
+
+
+def evaluate(config, print_fn=print):
+  """Plays `test_num_episodes` games per level with the test protocol from
+  the latest checkpoint; writes `<logdir>/test_results.json`."""
+  domain = domain_of(config.level_name)
+  manager_dir = os.path.join(config.logdir, 'checkpoints')
+  latest = tf.train.latest_checkpoint(manager_dir)
+  if latest is None:
+    raise UsageError(f'no checkpoint in {manager_dir}; train first')
+  num_actions, observation_shape = domain.environment_info(config)
+  learner = build_learner(config, num_actions, observation_shape)
+  tf.train.Checkpoint(learner=learner).restore(latest).expect_partial()
+  levels = [config.level_name]
+  num_envs = min(config.num_actors, config.test_num_episodes)
+  level_names = [level for level in levels for _ in range(num_envs)]
+  env = domain.test_environments(config, level_names, config.seed + 7919)
+  policy = actor_lib.Policy(learner.agent, dynamic_batching_enabled=False)
+  # Each environment plays a fixed number of games, so short games are not
+  # over-represented.
+  quotas = [len(part) for part in split_evenly(
+      range(config.test_num_episodes), num_envs)] * len(levels)
+  returns = collections.defaultdict(list)
+  finished = [0] * len(level_names)
+  env_output = env.reset()
+  action = np.zeros([len(level_names)], np.int32)
+  state = tf.nest.map_structure(lambda x: x.numpy(),
+                                learner.agent.initial_state(len(level_names)))
+  print_fn(f'Testing {latest} on {", ".join(levels)}: '
+           f'{config.test_num_episodes} games per level.')
+  try:
+    while any(done < quota for done, quota in zip(finished, quotas)):
+      agent_output, state = policy(action, env_output, state)
+      action = agent_output.action
+      env_output, games = env.step(action)
+      for game in games:
+        if finished[game.env_index] < quotas[game.env_index]:
+          finished[game.env_index] += 1
+          returns[game.level_name].append(game.episode_return)
+          print_fn(f'{game.level_name}: game {len(returns[game.level_name])}'
+                   f' return {game.episode_return:g}')
+  finally:
+    env.close()
+  results = {
+      level: {'mean': float(np.mean(values)), 'std': float(np.std(values)),
+              'episodes': len(values)}
+      for level, values in sorted(returns.items())
+  }
+  path = os.path.join(config.logdir, 'test_results.json')
+  temporary = path + '.tmp'
+  with open(temporary, 'w') as f:
+    json.dump(results, f, indent=2)
+  os.replace(temporary, path)
+  for level, result in results.items():
+    print_fn(f'{level}: mean return {result["mean"]:.2f} '
+             f'(std {result["std"]:.2f}, {result["episodes"]} games)')
+  print_fn(f'Wrote {path}.')
+  return results
 
 
 def main(argv):
-  del argv
-  for name in DEPENDENCIES:
-    try:
-      importlib.import_module(name)
-    except ImportError as error:
-      sys.exit(f'impala_tf: dependency {name!r} is missing ({error}); run '
-               '`make train` or `make test`, which install requirements.txt.')
-  stats = check_learner_step(FLAGS.xla)
-  print(f'impala_tf: installation OK (TensorFlow {tf.__version__}); one '
-        f'learner step ran, loss {float(stats["total_loss"]):.3f}.')
-  print('impala_tf: actor/learner training is not implemented yet (issue 3); '
-        'nothing was trained.')
+  if len(argv) > 1:
+    raise app.UsageError(f'unexpected arguments: {" ".join(argv[1:])}')
+  sys.stdout.reconfigure(line_buffering=True)  # Progress shows at once.
+  try:
+    config = make_config(FLAGS)
+    if config.mode == 'train':
+      stop = threading.Event()
+
+      def request_stop(signum, frame):
+        del frame
+        print(f'\nSignal {signum}: stopping after this update and writing a '
+              'checkpoint (signal again to abort).')
+        stop.set()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+      signal.signal(signal.SIGINT, request_stop)
+      signal.signal(signal.SIGTERM, request_stop)
+      train(config, stop)
+    else:
+      evaluate(config)
+  except UsageError as error:
+    sys.exit(f'impala_tf: error: {error}')
 
 
 if __name__ == '__main__':

@@ -1,10 +1,18 @@
-"""An Atari game as a `dm_env.Environment`, preprocessed as in the paper.
+"""Atari games preprocessed as in the paper, two ways.
 
 Appendix G (after Mnih et al. 2016): 84x84 grayscale frames, each action
 repeated 4 times with a max over the last 2 raw frames (Atari sprites
 flicker), a stack of the last 4 frames, episodes ended on a life loss for
 learning, no sticky actions, a 108,000-frame cap, and 1-30 random no-ops at
 the start of test episodes.
+
+- `AtariEnvironment`: one game as a `dm_env.Environment`, preprocessing in
+  numpy. Test mode uses it (exact 1-30 no-op starts) through
+  `environments.ProcessEnvironments`.
+- `AtariVectorEnvironment`: many games stepped by ale-py's C++ vector
+  environment (its own threads, preprocessing in C++), a
+  `environments.BatchedEnvironment` for training: about 3x faster than the
+  numpy wrapper (see the README).
 """
 
 import ale_py
@@ -12,6 +20,9 @@ import ale_py.roms
 import dm_env
 from dm_env import specs
 import numpy as np
+
+from impala_tf import agents
+from impala_tf import environments
 
 FRAME_SIZE = 84
 FRAME_STACK = 4
@@ -137,3 +148,92 @@ class AtariEnvironment(dm_env.Environment):
         self._resize_columns)
     self._stack[..., :-1] = self._stack[..., 1:]
     self._stack[..., -1] = np.rint(resized).astype(np.uint8)
+
+
+class AtariVectorEnvironment(environments.BatchedEnvironment):
+  """N copies of one game, stepped by ale-py's `ALEVectorInterface`.
+
+  The same preprocessing as `AtariEnvironment` for training (no no-op
+  starts): the C++ side repeats each action, max-pools, resizes and stacks;
+  here a drop in lives ends the learning episode while the game goes on, and
+  whole games are reported as `FinishedGame`s.
+  """
+
+  def __init__(self, level_name, num_envs, seed=0, num_action_repeats=4,
+               full_action_set=False, num_threads=2):
+    self._level_names = [level_name] * num_envs
+    self._num_action_repeats = num_action_repeats
+    self._seed = seed
+    self._ale = ale_py.ALEVectorInterface(
+        rom_path=ale_py.roms.get_rom_path(game_id(level_name)),
+        num_envs=num_envs,
+        frame_skip=num_action_repeats,
+        stack_num=FRAME_STACK,
+        img_height=FRAME_SIZE,
+        img_width=FRAME_SIZE,
+        grayscale=True,
+        maxpool=True,
+        noop_max=0,
+        use_fire_reset=False,
+        episodic_life=False,  # Life losses are ended here, games go on.
+        life_loss_info=False,
+        reward_clipping=False,  # The learner clips.
+        max_episode_steps=MAX_EPISODE_FRAMES,  # Counted in frames.
+        repeat_action_probability=0.0,
+        full_action_space=full_action_set,
+        batch_size=0,  # Synchronous: every step returns all N.
+        num_threads=num_threads,
+        thread_affinity_offset=-1,
+        autoreset_mode='SameStep')  # A game's end returns the next's start.
+    self.num_actions = len(self._ale.get_action_set())
+    self._paddle_strength = np.ones(num_envs, np.float32)
+    self._lives = np.zeros(num_envs, np.int32)
+    self._game_returns = np.zeros(num_envs, np.float64)
+    self._game_steps = np.zeros(num_envs, np.int64)
+
+  @property
+  def level_names(self):
+    return self._level_names
+
+  def reset(self):
+    observations, info = self._ale.reset(
+        np.arange(self.num_envs),
+        np.arange(self._seed, self._seed + self.num_envs))
+    self._lives = info['lives'].copy()
+    self._game_returns[:] = 0.0
+    self._game_steps[:] = 0
+    return self._env_output(np.zeros(self.num_envs, np.float32),
+                            np.ones(self.num_envs, bool), observations)
+
+  def step(self, actions):
+    self._ale.send(np.asarray(actions, np.int32), self._paddle_strength)
+    observations, rewards, terminated, truncated, info = self._ale.recv()
+    order = np.argsort(info['env_id'])  # Results may come in finishing order.
+    observations, rewards = observations[order], rewards[order].astype(
+        np.float32)
+    terminated, truncated = terminated[order], truncated[order]
+    lives = info['lives'][order]
+    self._game_returns += rewards
+    self._game_steps += 1
+    game_over = terminated | truncated
+    life_lost = lives < self._lives
+    self._lives = lives
+    games = [
+        environments.FinishedGame(
+            self._level_names[index], float(self._game_returns[index]),
+            int(self._game_steps[index]) * self._num_action_repeats,
+            int(index))
+        for index in np.flatnonzero(game_over)
+    ]
+    self._game_returns[game_over] = 0.0
+    self._game_steps[game_over] = 0
+    return self._env_output(rewards, game_over | life_lost,
+                            observations), games
+
+  def _env_output(self, rewards, done, observations):
+    """[N, stack, 84, 84] frames -> EnvOutput with [N, 84, 84, stack]."""
+    return agents.EnvOutput(
+        reward=rewards,
+        done=done,
+        frame=np.ascontiguousarray(observations.transpose(0, 2, 3, 1)),
+        instruction=np.zeros((self.num_envs, 0), np.int32))

@@ -10,6 +10,7 @@ import collections
 import tensorflow as tf
 
 from impala_tf import losses
+from impala_tf import trajectory as trajectory_lib
 from impala_tf import vtrace
 
 LearnerHParams = collections.namedtuple(
@@ -82,7 +83,16 @@ class Learner(tf.Module):
           0, dtype=tf.int64, trainable=False, name='num_updates')
     # XLA cannot compile cuDNN's LSTM kernel; on a GPU without XLA use it.
     self._use_cudnn = bool(tf.config.list_logical_devices('GPU')) and not xla
-    self.train_step = tf.function(self._train_step, jit_compile=xla)
+    self._compiled_step = tf.function(self._train_step, jit_compile=xla)
+
+  def train_step(self, trajectory):
+    """One RMSProp update on a batch `Trajectory` `[T + 1, B]`.
+
+    Only the numeric fields reach the compiled step (see
+    `trajectory.LEARNER_FIELDS`). Returns a dict of scalar diagnostics.
+    """
+    return self._compiled_step(
+        *[getattr(trajectory, field) for field in trajectory_lib.LEARNER_FIELDS])
 
   def learning_rate(self):
     """The initial rate annealed linearly to 0 over the total frames."""
@@ -139,8 +149,10 @@ class Learner(tf.Module):
             tf.exp(vtrace_returns.log_rhos)),
     }
 
-  def _train_step(self, trajectory):
-    """One RMSProp update on a batch; returns scalar diagnostics."""
+  def _train_step(self, agent_state, env_outputs, agent_outputs):
+    trajectory = trajectory_lib.Trajectory(
+        level_name=None, policy_version=None, agent_state=agent_state,
+        env_outputs=env_outputs, agent_outputs=agent_outputs)
     learning_rate = self.learning_rate()
     variables = self.agent.trainable_variables
     with tf.GradientTape() as tape:

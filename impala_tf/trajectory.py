@@ -8,21 +8,69 @@ the agent output that chose that action (computed from `env_outputs[t - 1]`).
 The learner therefore evaluates its policy on `env_outputs[:-1]` and scores it
 against the behaviour policy's `agent_outputs[1:]` and the rewards and episode
 ends of `env_outputs[1:]`.
+
+An actor's unroll over its N environments is one `Trajectory` with batch
+dimension N; `split` cuts it into N single-environment trajectories (no batch
+dimension), which travel to the learner, and `batch` stacks B of them into
+the learner's time-major batch.
 """
 
 import collections
 
 import numpy as np
+import tree
 
 from impala_tf import agents
 
 Trajectory = collections.namedtuple(
     'Trajectory',
     [
+        'level_name',  # str, or str [B]: the level that was played.
+        'policy_version',  # int64 [B]: learner updates when acting began.
         'agent_state',  # The core state before env_outputs[0]: nest of [B, ...].
         'env_outputs',  # agents.EnvOutput, fields [T + 1, B, ...].
         'agent_outputs',  # agents.AgentOutput, fields [T + 1, B, ...].
     ])
+
+# The fields the learner's compiled step consumes (numbers only).
+LEARNER_FIELDS = ('agent_state', 'env_outputs', 'agent_outputs')
+
+
+def split(trajectory):
+  """A trajectory of batch N -> N trajectories without the batch dimension."""
+  num_envs = len(trajectory.level_name)
+  return [
+      Trajectory(
+          level_name=trajectory.level_name[index],
+          policy_version=trajectory.policy_version[index],
+          agent_state=tree.map_structure(lambda x, i=index: x[i],
+                                         trajectory.agent_state),
+          env_outputs=tree.map_structure(lambda x, i=index: x[:, i],
+                                         trajectory.env_outputs),
+          agent_outputs=tree.map_structure(lambda x, i=index: x[:, i],
+                                           trajectory.agent_outputs))
+      for index in range(num_envs)
+  ]
+
+
+def batch(trajectories):
+  """B trajectories from `split` -> one time-major trajectory of batch B."""
+  def stack_batch_major(*xs):
+    return np.stack(xs)
+
+  def stack_time_major(*xs):
+    return np.stack(xs, axis=1)
+
+  return Trajectory(
+      level_name=np.array([t.level_name for t in trajectories]),
+      policy_version=np.array([t.policy_version for t in trajectories],
+                              np.int64),
+      agent_state=tree.map_structure(
+          stack_batch_major, *[t.agent_state for t in trajectories]),
+      env_outputs=tree.map_structure(
+          stack_time_major, *[t.env_outputs for t in trajectories]),
+      agent_outputs=tree.map_structure(
+          stack_time_major, *[t.agent_outputs for t in trajectories]))
 
 
 def random_trajectory(rng, agent, unroll_length, batch_size, num_actions,
@@ -43,7 +91,10 @@ def random_trajectory(rng, agent, unroll_length, batch_size, num_actions,
   """
   shape = (unroll_length + 1, batch_size)
   return Trajectory(
-      agent_state=agent.initial_state(batch_size),
+      level_name=np.array(['random'] * batch_size),
+      policy_version=np.zeros([batch_size], np.int64),
+      agent_state=tree.map_structure(np.asarray,
+                                     agent.initial_state(batch_size)),
       env_outputs=agents.EnvOutput(
           reward=rng.normal(size=shape).astype(np.float32),
           done=rng.uniform(size=shape) < done_probability,

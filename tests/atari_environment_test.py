@@ -68,5 +68,47 @@ class AtariEnvironmentTest(tf.test.TestCase):
         np.any(first_frames[0] != frame) for frame in first_frames[1:]))
 
 
+
+class AtariVectorEnvironmentTest(tf.test.TestCase):
+
+  def test_frames_match_the_numpy_wrapper(self):
+    # Without sticky actions or no-ops both emulate the same game; only the
+    # resize differs (ale-py's C++ one against our exact area average).
+    vector = environment.AtariVectorEnvironment('atari/breakout', 2)
+    single = environment.AtariEnvironment('atari/breakout')
+    vector_output = vector.reset()
+    frame = single.reset().observation
+    self.assertEqual((2, 84, 84, 4), vector_output.frame.shape)
+    for step in range(40):
+      action = step % 4
+      difference = np.abs(vector_output.frame[0].astype(float) - frame)
+      self.assertLess(difference.mean(), 2.0, step)
+      vector_output, _ = vector.step(np.full([2], action))
+      frame = single.step(action).observation
+    vector.close()
+
+  def test_life_loss_ends_learning_episodes_but_not_the_game(self):
+    env = environment.AtariVectorEnvironment('atari/breakout', 1)
+    self.assertEqual(4, env.num_actions)
+    self.assertTrue(env.reset().done[0])
+    episode_ends, rewards, steps = 0, 0.0, 0
+    games = []
+    while not games:
+      output, games = env.step(np.ones([1], np.int32))  # FIRE.
+      rewards += output.reward[0]
+      steps += 1
+      episode_ends += int(output.done[0])
+      self.assertLess(steps, 5000)
+    self.assertEqual(5, episode_ends)  # 4 lost lives, then the game's end.
+    (game,) = games
+    self.assertEqual('atari/breakout', game.level_name)
+    self.assertEqual(rewards, game.episode_return)
+    self.assertEqual(steps * 4, game.episode_frames)
+    # The game was reset: the step returned the new game's first frame,
+    # whose stack holds a single frame.
+    self.assertEqual(0, output.frame[0, ..., :3].max())
+    env.close()
+
+
 if __name__ == '__main__':
   tf.test.main()

@@ -1,0 +1,191 @@
+r"""Training throughput on Atari (a benchmark, not a test).
+
+Each configuration runs in a fresh process for `--seconds` after a warm-up
+and prints one JSON line: frames/s (environment frames = agent steps x 4)
+and the peak resident memory of that process and its children together.
+
+  * env_ceiling: random actions through the training environments alone,
+    with the same actors and threads: what training could reach at most;
+  * train: the full pipeline (actors, dynamic batching, queue, staging,
+    learner), shallow agent, unroll 20, batch 32; feed-forward (the paper's
+    Atari agent) and LSTM core; dynamic batching off; XLA on.
+
+  .venv/bin/python benchmarks/throughput.py [--seconds=60] [--only=NAME,...]
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+from absl import app
+from absl import flags
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+flags.DEFINE_float('seconds', 60.0, 'Measured seconds per configuration.')
+flags.DEFINE_float('warmup_seconds', 20.0, 'Seconds before measuring.')
+flags.DEFINE_string('level', 'atari/pong', 'The Atari level.')
+flags.DEFINE_list('only', [], 'Run only these configurations.')
+flags.DEFINE_string('child', None, 'Internal: run one configuration.')
+FLAGS = flags.FLAGS
+
+# name -> experiment.py flags. Every one: shallow agent, T=20, B=32.
+COMMON = ['--agent=shallow', '--unroll_length=20', '--batch_size=32',
+          '--num_actors=64', '--num_actor_threads=2']
+CONFIGURATIONS = {
+    'env_ceiling_vector': COMMON + ['--atari_environment=vector'],
+    'env_ceiling_process': COMMON + ['--atari_environment=process'],
+    'train_feedforward': COMMON + ['--core=feedforward'],
+    'train_lstm': COMMON + ['--core=lstm'],
+    'train_lstm_no_dynamic_batching': COMMON + [
+        '--core=lstm', '--nodynamic_batching'],
+    'train_lstm_xla': COMMON + ['--core=lstm', '--xla'],
+    'train_feedforward_xla': COMMON + ['--core=feedforward', '--xla'],
+    'train_lstm_process_environments': COMMON + [
+        '--core=lstm', '--atari_environment=process'],
+}
+
+
+def _descendants(pid):
+  children = []
+  for task in os.listdir(f'/proc/{pid}/task'):
+    try:
+      with open(f'/proc/{pid}/task/{task}/children') as f:
+        children += [int(child) for child in f.read().split()]
+    except OSError:
+      pass
+  return children + [d for child in children for d in _descendants(child)]
+
+
+def _rss_bytes(pid):
+  try:
+    with open(f'/proc/{pid}/status') as f:
+      for line in f:
+        if line.startswith('VmRSS:'):
+          return int(line.split()[1]) * 1024
+  except OSError:
+    pass
+  return 0
+
+
+class PeakMemory:
+  """Samples the RSS of this process and all its descendants."""
+
+  def __init__(self, interval=0.5):
+    self.peak = 0
+    self._stop = threading.Event()
+    self._thread = threading.Thread(target=self._sample, args=(interval,),
+                                    daemon=True)
+    self._thread.start()
+
+  def _sample(self, interval):
+    pid = os.getpid()
+    while not self._stop.is_set():
+      total = sum(_rss_bytes(p) for p in [pid] + _descendants(pid))
+      self.peak = max(self.peak, total)
+      time.sleep(interval)
+
+  def stop(self):
+    self._stop.set()
+    self._thread.join()
+
+
+def _environment_ceiling(config, seconds, warmup):
+  """Frames/s of random actions through the training environments."""
+  import experiment  # pylint: disable=g-import-not-at-top
+  domain = experiment.domain_of(config.level_name)
+  parts = experiment.split_evenly([config.level_name] * config.num_actors,
+                                  config.num_actor_threads)
+  envs = [domain.training_environments(config, names, 10_000 * index)
+          for index, names in enumerate(parts)]
+  num_actions, _ = domain.environment_info(config)
+  counts = [0] * len(envs)
+  stop = threading.Event()
+
+  def act(index, env):
+    rng = np.random.default_rng(index)
+    env.reset()
+    while not stop.is_set():
+      env.step(rng.integers(0, num_actions, env.num_envs))
+      counts[index] += env.num_envs * config.num_action_repeats
+
+  threads = [threading.Thread(target=act, args=(i, env))
+             for i, env in enumerate(envs)]
+  for thread in threads:
+    thread.start()
+  time.sleep(warmup)
+  start_frames, start = sum(counts), time.monotonic()
+  time.sleep(seconds)
+  fps = (sum(counts) - start_frames) / (time.monotonic() - start)
+  stop.set()
+  for thread in threads:
+    thread.join()
+  for env in envs:
+    env.close()
+  return fps
+
+
+def _train(config, seconds, warmup):
+  """Frames/s of training, from the learner's frame counter."""
+  import experiment  # pylint: disable=g-import-not-at-top
+  stop = threading.Event()
+  marks = []  # (time, frames) of each progress line.
+
+  def record(line):
+    if line.startswith('frames '):
+      frames = int(line.split()[1].replace(',', ''))
+      marks.append((time.monotonic(), frames))
+
+  timer = threading.Timer(warmup + seconds, stop.set)
+  timer.start()
+  experiment.train(config._replace(progress_interval_secs=1), stop,
+                   print_fn=record)
+  timer.cancel()
+  measured = [m for m in marks if m[0] >= marks[0][0] + warmup]
+  (t0, f0), (t1, f1) = measured[0], measured[-1]
+  return (f1 - f0) / (t1 - t0)
+
+
+def run_child(name):
+  import tempfile  # pylint: disable=g-import-not-at-top
+  import experiment  # pylint: disable=g-import-not-at-top
+  flag_values = experiment.FLAGS
+  flag_values([sys.argv[0], f'--level_name={FLAGS.level}',
+               f'--logdir={tempfile.mkdtemp()}',
+               '--total_environment_frames=1e12'] + CONFIGURATIONS[name])
+  config = experiment.make_config(flag_values)
+  memory = PeakMemory()
+  measure = _environment_ceiling if name.startswith('env_') else _train
+  fps = measure(config, FLAGS.seconds, FLAGS.warmup_seconds)
+  memory.stop()
+  print(json.dumps({
+      'name': name, 'level': FLAGS.level, 'frames_per_second': round(fps),
+      'peak_rss_mib': round(memory.peak / 2**20),
+      'flags': CONFIGURATIONS[name]}), flush=True)
+
+
+def main(argv):
+  del argv
+  if FLAGS.child:
+    run_child(FLAGS.child)
+    return
+  for name in FLAGS.only or CONFIGURATIONS:
+    if name not in CONFIGURATIONS:
+      sys.exit(f'unknown configuration {name!r}; one of '
+               f'{", ".join(CONFIGURATIONS)}')
+    result = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), f'--child={name}',
+         f'--seconds={FLAGS.seconds}',
+         f'--warmup_seconds={FLAGS.warmup_seconds}', f'--level={FLAGS.level}'],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    print(result.stdout.strip() or json.dumps(
+        {'name': name, 'error': f'exit status {result.returncode}'}),
+          flush=True)
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,238 @@
+"""Batched environments: what an actor steps.
+
+An actor drives N environments at once so that one inference call serves all
+of them. Every batched environment here speaks `agents.EnvOutput` with
+fields `[N, ...]` and follows the official code's convention: when an
+episode ends, the environment is reset at once and the step returns the new
+episode's first observation with the last reward and `done = True`.
+
+A *game* is what scores report (an Atari game spans several life-loss
+episodes); `step` lists the games that just finished.
+
+Two implementations serve every domain:
+- `ProcessEnvironments`: any `dm_env.Environment`, each in its own process
+  (the paper's `py_process`), so stepping runs beside the learner;
+- `atari57.environment.AtariVectorEnvironment`: ale-py's C++ vector
+  environment, threads inside one process (faster for Atari; see README).
+"""
+
+import abc
+import collections
+import multiprocessing
+import traceback
+
+import numpy as np
+
+from impala_tf import agents
+
+FinishedGame = collections.namedtuple(
+    'FinishedGame',
+    [
+        'level_name',  # str.
+        'episode_return',  # float: the undiscounted, unclipped game return.
+        'episode_frames',  # int: environment frames of the game.
+        'env_index',  # int: which of the N environments played it.
+    ])
+
+
+class BatchedEnvironment(abc.ABC):
+  """N environments stepped together."""
+
+  @property
+  @abc.abstractmethod
+  def level_names(self):
+    """list of N str: the level each environment plays."""
+
+  @property
+  def num_envs(self):
+    return len(self.level_names)
+
+  @abc.abstractmethod
+  def reset(self):
+    """Starts every environment; returns `EnvOutput` `[N, ...]`, done True."""
+
+  @abc.abstractmethod
+  def step(self, actions):
+    """Steps every environment.
+
+    Args:
+      actions: int `[N]`.
+
+    Returns:
+      (`EnvOutput` `[N, ...]`, list of `FinishedGame`).
+    """
+
+  def close(self):
+    """Frees the environments."""
+
+
+def env_output(reward, done, frame, instruction_length=0):
+  """An `EnvOutput` of numpy arrays from one environment's values."""
+  return agents.EnvOutput(
+      reward=np.float32(reward),
+      done=np.bool_(done),
+      frame=frame,
+      instruction=np.zeros([instruction_length], np.int32))
+
+
+class _GameTracker:
+  """Turns a dm_env environment's time steps into `EnvOutput`s and games.
+
+  An environment may describe games spanning several episodes by the
+  attributes `game_over` and `game_return` (as `AtariEnvironment` does);
+  otherwise each episode is a game.
+  """
+
+  def __init__(self, environment, level_name, env_index, num_action_repeats):
+    self._environment = environment
+    self._level_name = level_name
+    self._env_index = env_index
+    self._num_action_repeats = num_action_repeats
+    self._episode_return = 0.0
+    self._episode_steps = 0
+
+  def reset(self):
+    timestep = self._environment.reset()
+    return env_output(0.0, True, timestep.observation)
+
+  def step(self, action):
+    """Steps, resets at episode ends; returns (EnvOutput, FinishedGame|None)."""
+    timestep = self._environment.step(action)
+    reward = timestep.reward or 0.0
+    self._episode_return += reward
+    self._episode_steps += 1
+    if not timestep.last():
+      return env_output(reward, False, timestep.observation), None
+    game = None
+    if getattr(self._environment, 'game_over', True):
+      game_return = getattr(self._environment, 'game_return',
+                            self._episode_return)
+      game = FinishedGame(self._level_name, float(game_return),
+                          self._episode_steps * self._num_action_repeats,
+                          self._env_index)
+      self._episode_return = 0.0
+      self._episode_steps = 0
+    first = self._environment.reset()
+    return env_output(reward, True, first.observation), game
+
+
+def _worker(connection, constructor, level_name, env_index,
+            num_action_repeats):
+  """A process's loop: serves 'reset', 'step' and 'close' for one env."""
+  try:
+    tracker = _GameTracker(constructor(), level_name, env_index,
+                           num_action_repeats)
+    connection.send(('ok', None))
+    while True:
+      command, argument = connection.recv()
+      if command == 'reset':
+        connection.send(('ok', tracker.reset()))
+      elif command == 'step':
+        connection.send(('ok', tracker.step(argument)))
+      elif command == 'close':
+        break
+  except KeyboardInterrupt:
+    pass
+  except Exception as error:  # pylint: disable=broad-except
+    connection.send(('error', f'{type(error).__name__}: {error}\n'
+                     f'{traceback.format_exc()}'))
+  finally:
+    connection.close()
+
+
+class ProcessEnvironments(BatchedEnvironment):
+  """dm_env environments, each in its own process, stepped in parallel.
+
+  `constructors[i]()` builds environment i inside its process, so it must be
+  picklable (a top-level class or `functools.partial` of one). Processes are
+  spawned, not forked: the parent holds TensorFlow's threads.
+  """
+
+  def __init__(self, constructors, level_names, num_action_repeats):
+    if len(constructors) != len(level_names):
+      raise ValueError('need one level name per constructor')
+    self._level_names = list(level_names)
+    context = multiprocessing.get_context('spawn')
+    self._connections = []
+    self._processes = []
+    for index, (constructor, level_name) in enumerate(
+        zip(constructors, level_names)):
+      parent, child = context.Pipe()
+      process = context.Process(
+          target=_worker,
+          args=(child, constructor, level_name, index, num_action_repeats),
+          daemon=True)
+      process.start()
+      child.close()
+      self._connections.append(parent)
+      self._processes.append(process)
+    self._gather()  # Every constructor ran.
+
+  @property
+  def level_names(self):
+    return self._level_names
+
+  def _gather(self):
+    results = []
+    for connection in self._connections:
+      try:
+        status, value = connection.recv()
+      except EOFError:
+        raise RuntimeError('an environment process died') from None
+      if status == 'error':
+        raise RuntimeError(f'environment process failed: {value}')
+      results.append(value)
+    return results
+
+  def reset(self):
+    for connection in self._connections:
+      connection.send(('reset', None))
+    return _stack(self._gather())
+
+  def step(self, actions):
+    for connection, action in zip(self._connections, actions):
+      connection.send(('step', int(action)))
+    outputs, games = zip(*self._gather())
+    return _stack(outputs), [game for game in games if game is not None]
+
+  def close(self):
+    for connection in self._connections:
+      try:
+        connection.send(('close', None))
+      except (BrokenPipeError, OSError):
+        pass
+    for process in self._processes:
+      process.join(timeout=5)
+      if process.is_alive():
+        process.terminate()
+
+
+class InProcessEnvironments(BatchedEnvironment):
+  """dm_env environments stepped in the caller's thread: for environments
+  cheaper than a process round trip (tests, toy tasks)."""
+
+  def __init__(self, environments, level_names, num_action_repeats):
+    self._level_names = list(level_names)
+    self._trackers = [
+        _GameTracker(environment, level_name, index, num_action_repeats)
+        for index, (environment, level_name) in enumerate(
+            zip(environments, level_names))
+    ]
+
+  @property
+  def level_names(self):
+    return self._level_names
+
+  def reset(self):
+    return _stack([tracker.reset() for tracker in self._trackers])
+
+  def step(self, actions):
+    outputs, games = zip(*[
+        tracker.step(int(action))
+        for tracker, action in zip(self._trackers, actions)
+    ])
+    return _stack(outputs), [game for game in games if game is not None]
+
+
+def _stack(env_outputs):
+  return agents.EnvOutput(*[np.stack(field) for field in zip(*env_outputs)])

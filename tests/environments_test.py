@@ -1,0 +1,61 @@
+"""Batched environments: processes and in-process stepping agree, episode
+ends follow the official convention, errors reach the caller."""
+
+import functools
+
+import numpy as np
+import tensorflow as tf
+
+from impala_tf import environments
+from tests import catch
+
+
+def broken_environment():
+  raise RuntimeError('no such level')
+
+
+class EnvironmentsTest(tf.test.TestCase):
+
+  def test_processes_match_in_process_stepping(self):
+    num_envs = 3
+    names = ['catch/plain'] * num_envs
+    in_process = environments.InProcessEnvironments(
+        [catch.Catch(seed=index) for index in range(num_envs)], names, 1)
+    processes = environments.ProcessEnvironments(
+        [functools.partial(catch.Catch, seed=index)
+         for index in range(num_envs)], names, 1)
+    try:
+      expected, actual = in_process.reset(), processes.reset()
+      self.assertTrue(actual.done.all())
+      rng = np.random.default_rng(0)
+      all_games = []
+      for step in range(30):
+        actions = rng.integers(0, catch.NUM_ACTIONS, num_envs)
+        (expected, expected_games), (actual, games) = (
+            in_process.step(actions), processes.step(actions))
+        for field in expected._fields:
+          self.assertAllEqual(getattr(expected, field),
+                              getattr(actual, field), f'{field} @ {step}')
+        self.assertEqual(expected_games, games)
+        all_games += games
+        # An episode's last reward arrives with the next episode's first
+        # frame and done = True (the ball back in the top row).
+        for index in np.flatnonzero(actual.done):
+          self.assertIn(actual.reward[index], (-1.0, 1.0))
+          self.assertEqual(255, actual.frame[index, :catch.PIXELS_PER_CELL]
+                           .max())
+      # Catch episodes last 9 steps: 3 per environment in 30 steps.
+      self.assertLen(all_games, 3 * num_envs)
+      self.assertEqual({9}, {game.episode_frames for game in all_games})
+      self.assertCountEqual(list(range(num_envs)) * 3,
+                            [game.env_index for game in all_games])
+    finally:
+      processes.close()
+
+  def test_a_failing_constructor_is_reported(self):
+    with self.assertRaisesRegex(RuntimeError, 'no such level'):
+      environments.ProcessEnvironments([broken_environment], ['x'], 1)
+
+
+if __name__ == '__main__':
+  tf.test.main()

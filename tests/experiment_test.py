@@ -1,0 +1,121 @@
+"""experiment.py end to end on real Pong: exact frame accounting, finite
+losses, checkpoints and resuming, test mode, and one-line errors."""
+
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import tensorflow as tf
+
+import experiment
+from tests import pipeline_util
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHORT_RUN = dict(level_name='atari/pong', num_actors=4, num_actor_threads=2,
+                 batch_size=4, unroll_length=5, core='lstm')
+FRAMES_PER_UPDATE = 5 * 4 * 4  # T * B * action repeats.
+
+
+def run_experiment(*flags):
+  return subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, 'experiment.py'), *flags],
+      capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+
+
+class ExperimentTest(tf.test.TestCase):
+
+  def test_pong_trains_resumes_and_tests(self):
+    logdir = self.create_tempdir().full_path
+    first = pipeline_util.train(logdir=logdir, total_environment_frames=800,
+                                **SHORT_RUN)
+    self.assertEqual(10, first['updates'])
+    self.assertEqual(first['updates'] * FRAMES_PER_UPDATE, first['frames'])
+    for name, value in first['last_stats'].items():
+      self.assertTrue(math.isfinite(value), name)
+    self.assertIsNotNone(tf.train.latest_checkpoint(
+        os.path.join(logdir, 'checkpoints')))
+
+    # The same command with a larger budget continues where it stopped.
+    lines = []
+    second = pipeline_util.train(logdir=logdir, total_environment_frames=1600,
+                                 print_fn=lines.append,
+                                 **SHORT_RUN)
+    self.assertIn('Resuming from', lines[0])
+    self.assertIn('at 800 frames', lines[0])
+    self.assertEqual(20, second['updates'])
+    self.assertEqual(1600, second['frames'])
+    # The last update used the schedule at 1520 frames of 1600.
+    self.assertAllClose(0.0006 * (1 - 1520 / 1600),
+                        second['last_stats']['learning_rate'])
+
+    results = experiment.evaluate(pipeline_util.config(
+        mode='test', logdir=logdir, test_num_episodes=2, **SHORT_RUN),
+                                  print_fn=lambda line: None)
+    with open(os.path.join(logdir, 'test_results.json')) as f:
+      written = json.load(f)
+    self.assertEqual(results, written)
+    pong = written['atari/pong']
+    self.assertEqual(2, pong['episodes'])
+    # A Pong game ends at 21 points: the return lies in [-21, 21].
+    self.assertBetween(pong['mean'], -21, 21)
+
+  def test_sigint_writes_a_checkpoint_and_the_same_command_resumes(self):
+    logdir = self.create_tempdir().full_path
+    command = [sys.executable, os.path.join(REPO_ROOT, 'experiment.py'),
+               f'--logdir={logdir}', '--progress_interval_secs=1',
+               '--total_environment_frames=1e9'] + [
+                   f'--{name}={value}' for name, value in SHORT_RUN.items()]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True,
+                               cwd=REPO_ROOT)
+    for line in process.stdout:  # Wait until it trains.
+      if line.startswith('frames '):
+        break
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    self.assertEqual(0, process.returncode)
+    stopped = re.search(r'Stopped at ([\d,]+) frames', output)
+    self.assertIsNotNone(stopped, output)
+    frames = int(stopped.group(1).replace(',', ''))
+    self.assertGreater(frames, 0)
+    self.assertEqual(0, frames % FRAMES_PER_UPDATE)
+
+    process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True,
+                               cwd=REPO_ROOT)
+    first_line = process.stdout.readline()
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=60)
+    self.assertIn(f'at {frames:,} frames', first_line)
+
+  def test_resuming_with_another_network_is_refused(self):
+    logdir = self.create_tempdir().full_path
+    pipeline_util.train(logdir=logdir, total_environment_frames=80,
+                        **SHORT_RUN)
+    with self.assertRaisesRegex(experiment.UsageError, '--core=lstm'):
+      pipeline_util.train(logdir=logdir, total_environment_frames=160,
+                          **dict(SHORT_RUN, core='feedforward'))
+
+  def test_bad_input_gets_one_line_errors(self):
+    logdir = self.create_tempdir().full_path
+    for flags, message in [
+        (['--level_name=atari/pongg'], 'unknown Atari game'),
+        (['--level_name=doom/e1m1'], 'unknown level'),
+        (['--batch_size=0'], 'batch_size'),
+        (['--mode=test', f'--logdir={logdir}'], 'no checkpoint'),
+    ]:
+      result = run_experiment(*flags)
+      self.assertNotEqual(0, result.returncode, flags)
+      self.assertNotIn('Traceback', result.stderr, flags)
+      # The error is one line at the end (absl adds a --help hint after a
+      # bad flag value); TensorFlow's import messages come before it.
+      last_lines = '\n'.join(result.stderr.strip().splitlines()[-2:])
+      self.assertIn(message, last_lines, flags)
+
+
+if __name__ == '__main__':
+  tf.test.main()

@@ -1,0 +1,55 @@
+"""Runs experiment.py's training and test modes on Catch in tests."""
+
+from absl import flags
+from absl.testing import flagsaver
+
+import experiment
+from impala_tf import environments
+from tests import catch
+
+if not flags.FLAGS.is_parsed():  # Under pytest; absltest parses them.
+  flags.FLAGS.mark_as_parsed()
+
+
+LEVELS = {
+    'catch/plain': catch.Catch,
+    'catch/memory': lambda seed: catch.Catch(seed, memory=True),
+    'catch/timing': catch.Timing,
+}
+
+
+def _catch_environments(config, level_names, seed):
+  return environments.InProcessEnvironments(
+      [LEVELS[config.level_name](seed + index)
+       for index in range(len(level_names))],
+      level_names, config.num_action_repeats)
+
+
+# Tuned once so that the plain game is learned well inside the budget.
+def _check_level(level_name):
+  if level_name not in LEVELS:
+    raise ValueError(f'unknown Catch level {level_name!r}')
+
+
+experiment.DOMAINS['catch'] = experiment.Domain(
+    check_level=_check_level,
+    defaults=dict(
+        core='feedforward', unroll_length=5, total_environment_frames=1e5,
+        entropy_cost=0.01, baseline_cost=0.5, discounting=0.99,
+        reward_clipping='abs_one', learning_rate=0.002, decay=0.99,
+        momentum=0.0, epsilon=0.01, max_grad_norm=40.0),
+    environment_info=lambda config: (
+        catch.NUM_ACTIONS,
+        LEVELS[config.level_name](0).observation_spec().shape),
+    training_environments=_catch_environments,
+    test_environments=_catch_environments)
+
+
+def config(**overrides):
+  """experiment.make_config with these flags set (others: defaults)."""
+  with flagsaver.flagsaver(**overrides):
+    return experiment.make_config(flags.FLAGS)
+
+
+def train(print_fn=lambda line: None, **overrides):
+  return experiment.train(config(**overrides), print_fn=print_fn)
