@@ -46,8 +46,9 @@ flags.DEFINE_string('level_name', 'atari/pong',
 flags.DEFINE_enum('agent', 'shallow', list(agents.TORSOS), 'The torso.')
 flags.DEFINE_enum('core', None, list(agents.CORES),
                   'The core; default per domain (Atari: feedforward).')
-flags.DEFINE_integer('num_actors', 32, 'Environments acting in parallel, '
-                     'each an actor of the paper.', lower_bound=1)
+flags.DEFINE_integer('num_actors', 64, 'Environments acting in parallel, '
+                     'each an actor of the paper (64 keeps 2 CPU cores busy '
+                     'for Atari; see the README).', lower_bound=1)
 flags.DEFINE_integer('num_actor_threads', 2, 'Threads the actors are '
                      'spread over; each steps its environments as a batch.',
                      lower_bound=1)
