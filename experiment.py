@@ -77,8 +77,11 @@ flags.DEFINE_boolean('xla', False, 'Compile the learner step with XLA.')
 flags.DEFINE_integer('test_num_episodes', 10, 'Games per level in test '
                      'mode (the paper: 200).', lower_bound=1)
 # This implementation's own flags.
-flags.DEFINE_boolean('dynamic_batching', True, 'Merge the actors\' '
-                     'inference calls into one forward pass.')
+flags.DEFINE_boolean('dynamic_batching', False, 'Merge the actor threads\' '
+                     'inference calls into one forward pass: pays with many '
+                     'threads of few environments; with 2 threads of many '
+                     'it stops one thread acting while the other infers '
+                     '(see the README).')
 flags.DEFINE_integer('inference_min_batch_size', 1, 'Dynamic batching: '
                      'rows to wait for, up to the timeout.', lower_bound=1)
 flags.DEFINE_integer('inference_timeout_ms', 10, 'Dynamic batching: the '

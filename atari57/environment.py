@@ -21,7 +21,6 @@ import dm_env
 from dm_env import specs
 import numpy as np
 
-from impala_tf import agents
 from impala_tf import environments
 
 FRAME_SIZE = 84
@@ -232,7 +231,7 @@ class AtariVectorEnvironment(environments.BatchedEnvironment):
 
   def _env_output(self, rewards, done, observations):
     """[N, stack, 84, 84] frames -> EnvOutput with [N, 84, 84, stack]."""
-    return agents.EnvOutput(
+    return environments.EnvOutput(
         reward=rewards,
         done=done,
         frame=np.ascontiguousarray(observations.transpose(0, 2, 3, 1)),

@@ -47,6 +47,12 @@ CONFIGURATIONS = {
     'train_feedforward_xla': COMMON + ['--core=feedforward', '--xla'],
     'train_lstm_process_environments': COMMON + [
         '--core=lstm', '--atari_environment=process'],
+    # Many actor threads with few environments each: where the paper's
+    # dynamic batching is meant to pay.
+    'train_lstm_16_threads': COMMON + [
+        '--core=lstm', '--num_actor_threads=16'],
+    'train_lstm_16_threads_no_dynamic_batching': COMMON + [
+        '--core=lstm', '--num_actor_threads=16', '--nodynamic_batching'],
 }
 
 

@@ -16,15 +16,8 @@ import collections
 import tensorflow as tf
 
 from impala_tf import lstm
-
-EnvOutput = collections.namedtuple(
-    'EnvOutput',
-    [
-        'reward',  # float32 [...]: reward of the step that led here.
-        'done',  # bool [...]: True on the first observation of an episode.
-        'frame',  # uint8 [..., H, W, C].
-        'instruction',  # int32 [..., L]: word ids, trailing 0s pad (L >= 0).
-    ])
+# The agent's input is what environments output.
+from impala_tf.environments import EnvOutput
 
 AgentOutput = collections.namedtuple(
     'AgentOutput',

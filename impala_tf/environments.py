@@ -1,7 +1,7 @@
 """Batched environments: what an actor steps.
 
 An actor drives N environments at once so that one inference call serves all
-of them. Every batched environment here speaks `agents.EnvOutput` with
+of them. Every batched environment here speaks `EnvOutput` with
 fields `[N, ...]` and follows the official code's convention: when an
 episode ends, the environment is reset at once and the step returns the new
 episode's first observation with the last reward and `done = True`.
@@ -18,12 +18,24 @@ Two implementations serve every domain:
 
 import abc
 import collections
+import contextlib
 import multiprocessing
+import os
+import sys
 import traceback
 
 import numpy as np
 
-from impala_tf import agents
+# Environments run in their own processes: nothing here imports TensorFlow.
+
+EnvOutput = collections.namedtuple(
+    'EnvOutput',
+    [
+        'reward',  # float32 [...]: reward of the step that led here.
+        'done',  # bool [...]: True on the first observation of an episode.
+        'frame',  # uint8 [..., H, W, C].
+        'instruction',  # int32 [..., L]: word ids, trailing 0s pad (L >= 0).
+    ])
 
 FinishedGame = collections.namedtuple(
     'FinishedGame',
@@ -68,7 +80,7 @@ class BatchedEnvironment(abc.ABC):
 
 def env_output(reward, done, frame, instruction_length=0):
   """An `EnvOutput` of numpy arrays from one environment's values."""
-  return agents.EnvOutput(
+  return EnvOutput(
       reward=np.float32(reward),
       done=np.bool_(done),
       frame=frame,
@@ -140,6 +152,41 @@ def _worker(connection, constructor, level_name, env_index,
     connection.close()
 
 
+# One thread per environment process: numpy's BLAS would otherwise start a
+# spinning thread pool per process, and 64 of them swamp the cores.
+_SINGLE_THREADED = {'OPENBLAS_NUM_THREADS': '1', 'OMP_NUM_THREADS': '1',
+                    'MKL_NUM_THREADS': '1'}
+
+
+@contextlib.contextmanager
+def _spawn_settings():
+  """What spawned environment processes start with.
+
+  - Single-threaded numerical libraries (`_SINGLE_THREADED`), through the
+    environment variables the children inherit.
+  - The parent's main script hidden: a spawned child imports the parent's
+    `__main__` to find functions defined there, and ours is experiment.py,
+    which imports TensorFlow (seconds and hundreds of MB per process).
+    Constructors must therefore live in importable modules.
+  """
+  main = sys.modules['__main__']
+  saved_main = {name: main.__dict__[name] for name in ('__file__', '__spec__')
+                if name in main.__dict__}
+  saved_environ = {name: os.environ.get(name) for name in _SINGLE_THREADED}
+  main.__spec__ = None
+  main.__dict__.pop('__file__', None)
+  os.environ.update(_SINGLE_THREADED)
+  try:
+    yield
+  finally:
+    main.__dict__.update(saved_main)
+    for name, value in saved_environ.items():
+      if value is None:
+        os.environ.pop(name)
+      else:
+        os.environ[name] = value
+
+
 class ProcessEnvironments(BatchedEnvironment):
   """dm_env environments, each in its own process, stepped in parallel.
 
@@ -155,17 +202,18 @@ class ProcessEnvironments(BatchedEnvironment):
     context = multiprocessing.get_context('spawn')
     self._connections = []
     self._processes = []
-    for index, (constructor, level_name) in enumerate(
-        zip(constructors, level_names)):
-      parent, child = context.Pipe()
-      process = context.Process(
-          target=_worker,
-          args=(child, constructor, level_name, index, num_action_repeats),
-          daemon=True)
-      process.start()
-      child.close()
-      self._connections.append(parent)
-      self._processes.append(process)
+    with _spawn_settings():
+      for index, (constructor, level_name) in enumerate(
+          zip(constructors, level_names)):
+        parent, child = context.Pipe()
+        process = context.Process(
+            target=_worker,
+            args=(child, constructor, level_name, index, num_action_repeats),
+            daemon=True)
+        process.start()
+        child.close()
+        self._connections.append(parent)
+        self._processes.append(process)
     self._gather()  # Every constructor ran.
 
   @property
@@ -235,4 +283,4 @@ class InProcessEnvironments(BatchedEnvironment):
 
 
 def _stack(env_outputs):
-  return agents.EnvOutput(*[np.stack(field) for field in zip(*env_outputs)])
+  return EnvOutput(*[np.stack(field) for field in zip(*env_outputs)])
