@@ -333,6 +333,8 @@ def train(config, stop=None, print_fn=print):
   except transport_lib.Closed:
     actor_threads.check()  # An actor crashed: say so.
   finally:
+    if stop.is_set():
+      print_fn('Stop requested: writing a checkpoint.')
     transport.close()
     actor_threads.join()
     policy.close()
@@ -415,9 +417,9 @@ def main(argv):
       stop = threading.Event()
 
       def request_stop(signum, frame):
-        del frame
-        print(f'\nSignal {signum}: stopping after this update and writing a '
-              'checkpoint (signal again to abort).')
+        # Only set the flag: printing here could re-enter a print of the
+        # main thread's (a RuntimeError). A second Ctrl-C aborts.
+        del signum, frame
         stop.set()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
 

@@ -7,8 +7,9 @@ and the peak resident memory of that process and its children together.
   * env_ceiling: random actions through the training environments alone,
     with the same actors and threads: what training could reach at most;
   * train: the full pipeline (actors, dynamic batching, queue, staging,
-    learner), shallow agent, unroll 20, batch 32; feed-forward (the paper's
-    Atari agent) and LSTM core; dynamic batching off; XLA on.
+    learner), shallow agent, unroll 20, batch 32, 64 actors; feed-forward
+    (the paper's Atari agent) and LSTM core; dynamic batching on and off;
+    XLA on; environments in processes; 16 actor threads.
 
   .venv/bin/python benchmarks/throughput.py [--seconds=60] [--only=NAME,...]
 """
@@ -40,19 +41,23 @@ CONFIGURATIONS = {
     'env_ceiling_vector': COMMON + ['--atari_environment=vector'],
     'env_ceiling_process': COMMON + ['--atari_environment=process'],
     'train_feedforward': COMMON + ['--core=feedforward'],
+    'train_feedforward_dynamic_batching': COMMON + [
+        '--core=feedforward', '--dynamic_batching'],
     'train_lstm': COMMON + ['--core=lstm'],
-    'train_lstm_no_dynamic_batching': COMMON + [
-        '--core=lstm', '--nodynamic_batching'],
-    'train_lstm_xla': COMMON + ['--core=lstm', '--xla'],
-    'train_feedforward_xla': COMMON + ['--core=feedforward', '--xla'],
-    'train_lstm_process_environments': COMMON + [
-        '--core=lstm', '--atari_environment=process'],
+    'train_lstm_dynamic_batching': COMMON + ['--core=lstm',
+                                             '--dynamic_batching'],
+    'train_lstm_xla_dynamic_batching': COMMON + [
+        '--core=lstm', '--xla', '--dynamic_batching'],
+    'train_feedforward_xla_dynamic_batching': COMMON + [
+        '--core=feedforward', '--xla', '--dynamic_batching'],
+    'train_lstm_process_environments_dynamic_batching': COMMON + [
+        '--core=lstm', '--atari_environment=process', '--dynamic_batching'],
     # Many actor threads with few environments each: where the paper's
     # dynamic batching is meant to pay.
+    'train_lstm_16_threads_dynamic_batching': COMMON + [
+        '--core=lstm', '--num_actor_threads=16', '--dynamic_batching'],
     'train_lstm_16_threads': COMMON + [
         '--core=lstm', '--num_actor_threads=16'],
-    'train_lstm_16_threads_no_dynamic_batching': COMMON + [
-        '--core=lstm', '--num_actor_threads=16', '--nodynamic_batching'],
 }
 
 

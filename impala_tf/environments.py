@@ -198,6 +198,10 @@ class ProcessEnvironments(BatchedEnvironment):
   def __init__(self, constructors, level_names, num_action_repeats):
     if len(constructors) != len(level_names):
       raise ValueError('need one level name per constructor')
+    for constructor in constructors:
+      if getattr(constructor, 'func', constructor).__module__ == '__main__':
+        raise ValueError(f'{constructor!r} is defined in the main script; '
+                         'environment processes need it in a module')
     self._level_names = list(level_names)
     context = multiprocessing.get_context('spawn')
     self._connections = []

@@ -10,10 +10,6 @@ from impala_tf import environments
 from tests import catch
 
 
-def broken_environment():
-  raise RuntimeError('no such level')
-
-
 class EnvironmentsTest(tf.test.TestCase):
 
   def test_processes_match_in_process_stepping(self):
@@ -53,8 +49,16 @@ class EnvironmentsTest(tf.test.TestCase):
       processes.close()
 
   def test_a_failing_constructor_is_reported(self):
-    with self.assertRaisesRegex(RuntimeError, 'no such level'):
-      environments.ProcessEnvironments([broken_environment], ['x'], 1)
+    with self.assertRaisesRegex(RuntimeError, 'unexpected keyword'):
+      environments.ProcessEnvironments(
+          [functools.partial(catch.Catch, no_such_argument=1)], ['x'], 1)
+
+  def test_constructors_from_the_main_script_are_refused(self):
+    def constructor():
+      return catch.Catch()
+    constructor.__module__ = '__main__'
+    with self.assertRaisesRegex(ValueError, 'main script'):
+      environments.ProcessEnvironments([constructor], ['x'], 1)
 
 
 if __name__ == '__main__':

@@ -70,14 +70,14 @@ class ExperimentTest(tf.test.TestCase):
                '--total_environment_frames=1e9'] + [
                    f'--{name}={value}' for name, value in SHORT_RUN.items()]
     process = subprocess.Popen(command, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True,
+                               stderr=subprocess.PIPE, text=True,
                                cwd=REPO_ROOT)
     for line in process.stdout:  # Wait until it trains.
       if line.startswith('frames '):
         break
     process.send_signal(signal.SIGINT)
-    output, _ = process.communicate(timeout=60)
-    self.assertEqual(0, process.returncode)
+    output, errors = process.communicate(timeout=60)
+    self.assertEqual(0, process.returncode, errors[-2000:])
     stopped = re.search(r'Stopped at ([\d,]+) frames', output)
     self.assertIsNotNone(stopped, output)
     frames = int(stopped.group(1).replace(',', ''))
