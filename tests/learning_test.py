@@ -26,7 +26,7 @@ class LearningTest(tf.test.TestCase):
     return mean_return
 
   def test_feedforward_agent_learns_catch(self):
-    self.assertGreater(self._train('catch/plain', 'feedforward', 60_000),
+    self.assertGreater(self._train('catch/plain', 'feedforward', 120_000),
                        GOOD_RETURN)
 
   def test_lstm_agent_learns_catch_from_memory(self):
