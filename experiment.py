@@ -4,6 +4,10 @@ Train the paper's shallow Atari agent on Pong, logging to logs/pong:
 
   .venv/bin/python experiment.py --level_name=atari/pong --logdir=logs/pong
 
+or one agent on all 57 games (multi-task; games round-robin to actors):
+
+  .venv/bin/python experiment.py --level_name=atari57 --logdir=logs/atari57
+
 Stopping it (Ctrl-C, SIGTERM) writes a checkpoint; the same command resumes.
 Evaluate the latest checkpoint with the test protocol:
 
@@ -29,10 +33,12 @@ import numpy as np
 import tensorflow as tf
 
 from atari57 import environment as atari_environment
+from atari57 import scores as atari_scores
 from impala_tf import actor as actor_lib
 from impala_tf import agents
 from impala_tf import environments
 from impala_tf import learner as learner_lib
+from impala_tf import output_files
 from impala_tf import progress
 from impala_tf import staging
 from impala_tf import transport as transport_lib
@@ -42,7 +48,10 @@ flags.DEFINE_enum('mode', 'train', ['train', 'test'], 'Training or test.')
 flags.DEFINE_string('logdir', 'logs/impala', 'Checkpoints, summaries, '
                     'flags and test results.')
 flags.DEFINE_string('level_name', 'atari/pong',
-                    'The level: atari/<game> (an ale-py ROM id).')
+                    'A level (atari/<game>: an ale-py ROM id), a suite '
+                    '(atari57) or a comma-separated list of levels: one '
+                    'agent learns them all, levels assigned round-robin to '
+                    'actors.')
 flags.DEFINE_enum('agent', 'shallow', list(agents.TORSOS), 'The torso.')
 flags.DEFINE_enum('core', None, list(agents.CORES),
                   'The core; default per domain (Atari: feedforward).')
@@ -76,6 +85,8 @@ flags.DEFINE_float('max_grad_norm', None,
 flags.DEFINE_boolean('xla', False, 'Compile the learner step with XLA.')
 flags.DEFINE_integer('test_num_episodes', 10, 'Games per level in test '
                      'mode (the paper: 200).', lower_bound=1)
+flags.DEFINE_boolean('overwrite', False, 'Test mode: replace an existing '
+                     'test_results.json without asking.')
 # This implementation's own flags.
 flags.DEFINE_boolean('dynamic_batching', False, 'Merge the actor threads\' '
                      'inference calls into one forward pass: pays with many '
@@ -89,7 +100,9 @@ flags.DEFINE_integer('inference_timeout_ms', 10, 'Dynamic batching: the '
 flags.DEFINE_enum('atari_environment', 'vector', ['vector', 'process'],
                   'Atari training environments: ale-py\'s C++ vector '
                   'environment, or one process per game (py_process).')
-flags.DEFINE_boolean('full_action_set', False, 'Atari: all 18 actions.')
+flags.DEFINE_boolean('full_action_set', None, 'Atari: all 18 actions; '
+                     'default: with several games (their minimal sets '
+                     'differ), else the game\'s minimal set.')
 flags.DEFINE_integer('queue_capacity', None, 'Trajectories the queue holds; '
                      'default: 2 batches.', lower_bound=1)
 flags.DEFINE_integer('checkpoint_interval_secs', 300, 'Seconds between '
@@ -112,9 +125,14 @@ RUN_DEFINING_FLAGS = ('level_name', 'agent', 'core', 'full_action_set',
 Domain = collections.namedtuple(
     'Domain',
     [
-        'defaults',  # {flag name: value} for DOMAIN_FLAGS.
+        # {flag name: value} for DOMAIN_FLAGS; total_environment_frames is
+        # per level (the paper trains multi-task agents as long per level).
+        'defaults',
         'check_level',  # (level_name) -> None; ValueError if unknown.
-        'environment_info',  # (config) -> (num_actions, observation_shape).
+        'suites',  # {suite name: level names}, e.g. atari57.
+        'benchmark',  # scoring.Benchmark for human-normalised scores, or None.
+        # (config, level_name) -> (num_actions, observation_shape).
+        'environment_info',
         # (config, level_names, seed) -> BatchedEnvironment for training.
         'training_environments',
         # (config, level_names, seed) -> BatchedEnvironment for test mode.
@@ -122,9 +140,9 @@ Domain = collections.namedtuple(
     ])
 
 
-def _atari_environment_info(config):
+def _atari_environment_info(config, level_name):
   game = atari_environment.AtariEnvironment(
-      config.level_name, full_action_set=config.full_action_set)
+      level_name, full_action_set=config.full_action_set)
   return game.action_spec().num_values, game.observation_spec().shape
 
 
@@ -144,7 +162,7 @@ def _atari_training_environments(config, level_names, seed):
   if config.atari_environment == 'process':
     return _atari_processes(config, level_names, seed, noop_starts=False)
   return atari_environment.AtariVectorEnvironment(
-      level_names[0], len(level_names), seed=seed,
+      level_names, seed=seed,
       num_action_repeats=config.num_action_repeats,
       full_action_set=config.full_action_set)
 
@@ -152,6 +170,8 @@ def _atari_training_environments(config, level_names, seed):
 DOMAINS = {
     'atari': Domain(
         check_level=atari_environment.game_id,
+        suites={atari_scores.SUITE: atari_scores.LEVELS},
+        benchmark=atari_scores.BENCHMARK,
         defaults=dict(  # Table G.1; decay is not given: the official 0.99.
             core='feedforward', unroll_length=20,
             total_environment_frames=2e8, entropy_cost=0.01,
@@ -172,30 +192,61 @@ class UsageError(Exception):
 def domain_of(level_name):
   prefix = level_name.split('/', 1)[0]
   if prefix not in DOMAINS:
+    suites = [suite for domain in DOMAINS.values() for suite in domain.suites]
     raise UsageError(
         f'unknown level {level_name!r}: levels look like '
-        f'{" or ".join(name + "/<level>" for name in DOMAINS)}')
+        f'{" or ".join(name + "/<level>" for name in DOMAINS)}'
+        f'{"; suites: " + ", ".join(suites) if suites else ""}')
   return DOMAINS[prefix]
 
 
+def expand_levels(level_name):
+  """The levels `--level_name` names: a level, a suite or a comma list of
+  them, all of one domain, each once."""
+  suites = {suite: levels for domain in DOMAINS.values()
+            for suite, levels in domain.suites.items()}
+  levels = []
+  for item in level_name.split(','):
+    item = item.strip()
+    for level in suites.get(item, [item]):
+      try:
+        domain_of(level).check_level(level)
+      except ValueError as error:
+        raise UsageError(error) from None
+      if level in levels:
+        raise UsageError(f'{level} is named twice in --level_name')
+      levels.append(level)
+  if len({level.split('/', 1)[0] for level in levels}) > 1:
+    raise UsageError('--level_name mixes domains; one agent learns levels '
+                     'of one domain')
+  return levels
+
+
 def make_config(flag_values):
-  """The run's settings: every flag, with unset domain flags filled in."""
-  level_name = flag_values.level_name
-  try:
-    domain_of(level_name).check_level(level_name)
-  except ValueError as error:
-    raise UsageError(error) from None
+  """The run's settings: every flag, with unset domain flags filled in, and
+  `levels`, the level names the run plays."""
+  levels = expand_levels(flag_values.level_name)
   config = {
       flag.name: flag.value
       for flag in flag_values.get_key_flags_for_module(sys.modules[__name__])
   }
-  domain = domain_of(level_name)
+  domain = domain_of(levels[0])
   for name in DOMAIN_FLAGS:
     if config[name] is None:
-      config[name] = domain.defaults[name]
+      config[name] = domain.defaults[name] * (
+          len(levels) if name == 'total_environment_frames' else 1)
   config['total_environment_frames'] = int(config['total_environment_frames'])
   if config['queue_capacity'] is None:
     config['queue_capacity'] = 2 * config['batch_size']
+  if config['full_action_set'] is None:
+    config['full_action_set'] = len(levels) > 1
+  elif len(levels) > 1 and not config['full_action_set']:
+    raise UsageError('several levels share one agent, which needs one '
+                     'action set: drop --nofull_action_set')
+  if config['mode'] == 'train' and config['num_actors'] < len(levels):
+    raise UsageError(f'--num_actors={config["num_actors"]} is fewer than '
+                     f'the {len(levels)} levels; each level needs an actor')
+  config['levels'] = levels
   return collections.namedtuple('Config', sorted(config))(**config)
 
 
@@ -218,7 +269,8 @@ def check_resumable(config):
   """Writes the run's flags on the first start; refuses to resume a run in
   `logdir` whose network or level differ."""
   path = os.path.join(config.logdir, 'flags.json')
-  settings = config._asdict()
+  settings = {name: value for name, value in config._asdict().items()
+              if name != 'levels'}
   if os.path.exists(path):
     with open(path) as f:
       saved = json.load(f)
@@ -229,11 +281,13 @@ def check_resumable(config):
           f'{config.logdir} holds a run with other ' + ', '.join(
               f'--{name}={saved.get(name)}' for name in changed) +
           '; use another --logdir or the same flags')
-  os.makedirs(config.logdir, exist_ok=True)
-  temporary = path + '.tmp'
-  with open(temporary, 'w') as f:
-    json.dump(settings, f, indent=2, sort_keys=True)
-  os.replace(temporary, path)
+  output_files.write_atomically(
+      path, json.dumps(settings, indent=2, sort_keys=True))
+
+
+def assign_levels(levels, num_actors):
+  """The level of each actor: round-robin, as the paper's multi-task runs."""
+  return [levels[index % len(levels)] for index in range(num_actors)]
 
 
 def split_evenly(items, parts):
@@ -248,9 +302,10 @@ def train(config, stop=None, print_fn=print):
   Returns a dict with the final frame and update counts.
   """
   stop = stop or threading.Event()
-  domain = domain_of(config.level_name)
+  levels = config.levels
+  domain = domain_of(levels[0])
   check_resumable(config)
-  num_actions, observation_shape = domain.environment_info(config)
+  num_actions, observation_shape = domain.environment_info(config, levels[0])
   learner = build_learner(config, num_actions, observation_shape)
   checkpoint = tf.train.Checkpoint(learner=learner)
   manager = tf.train.CheckpointManager(
@@ -265,7 +320,7 @@ def train(config, stop=None, print_fn=print):
   tf.random.set_seed(config.seed + num_updates)
   run_seed = config.seed * 1_000_003 + num_updates
 
-  level_names = [config.level_name] * config.num_actors
+  level_names = assign_levels(levels, config.num_actors)
   transport = transport_lib.LocalTransport(
       config.queue_capacity, policy_version=lambda: num_updates)
   policy = actor_lib.Policy(
@@ -296,7 +351,9 @@ def train(config, stop=None, print_fn=print):
       config.total_environment_frames, config.progress_interval_secs,
       print_fn)
   print_fn(f'Training {config.agent} {config.core} agent on '
-           f'{config.level_name}: {config.num_actors} actors in '
+           f'{config.level_name} ({len(levels)} level'
+           f'{"s" if len(levels) > 1 else ""}, {num_actions} actions): '
+           f'{config.num_actors} actors in '
            f'{len(environments_per_thread)} threads, batch '
            f'{config.batch_size}, unroll {config.unroll_length}, '
            f'{config.total_environment_frames:,} frames; logdir '
@@ -305,7 +362,7 @@ def train(config, stop=None, print_fn=print):
   last_checkpoint = time.monotonic()
   policy_lags = []
   stats = {}
-  progress_line.maybe_print(frames, game_log)
+  progress_line.maybe_print(frames, '')
   try:
     while frames < config.total_environment_frames and not stop.is_set():
       batch = staging_area.get()
@@ -313,9 +370,13 @@ def train(config, stop=None, print_fn=print):
       policy_lags.append(num_updates - batch.policy_version.mean())
       num_updates += 1
       frames = int(learner.num_environment_frames.numpy())
-      progress.write_games(writer, frames, game_log.take_unwritten())
+      progress.write_games(writer, frames, game_log.take_unwritten(),
+                           domain.benchmark)
+      recent_means = game_log.recent_means()
+      summary = progress.human_normalized_summary(recent_means, levels,
+                                                  domain.benchmark)
       fps = progress_line.maybe_print(
-          frames, game_log,
+          frames, progress.describe_returns(recent_means, levels, summary),
           extra=f'updates {num_updates:,} | loss '
           f'{float(stats["total_loss"]):.2f} | queue '
           f'{transport.fill():.0%} | policy lag {np.mean(policy_lags):.1f}')
@@ -326,6 +387,8 @@ def train(config, stop=None, print_fn=print):
         progress.write_scalars(writer, frames, scalars, 'learner')
         progress.write_scalars(writer, frames, {'frames_per_second': fps},
                                'throughput')
+        if summary:
+          progress.write_scalars(writer, frames, summary, 'human_normalized')
         policy_lags = []
       if time.monotonic() - last_checkpoint > config.checkpoint_interval_secs:
         manager.save(checkpoint_number=num_updates)
@@ -344,39 +407,56 @@ def train(config, stop=None, print_fn=print):
   writer.flush()
   print_fn(f'Stopped at {frames:,} frames, {num_updates:,} updates; '
            f'checkpoint {manager.latest_checkpoint}.')
+  recent_means = game_log.recent_means()
   return {'frames': frames, 'updates': num_updates,
           'last_stats': {name: float(value) for name, value in stats.items()},
-          'recent_returns': game_log.recent_means()}
+          'recent_returns': recent_means,
+          'human_normalized': progress.human_normalized_summary(
+              recent_means, levels, domain.benchmark)}
 
 
 def evaluate(config, print_fn=print):
-  """Plays `test_num_episodes` games per level with the test protocol from
-  the latest checkpoint; writes `<logdir>/test_results.json`."""
-  domain = domain_of(config.level_name)
+  """The test protocol on the latest checkpoint: `test_num_episodes` games
+  per level; writes `<logdir>/test_results.json` and returns its content.
+
+  The results hold, per level, the mean, std and count of game returns and,
+  for a suite's levels, the human-normalised mean and the suite's summary
+  (e.g. median and mean over levels).
+  """
+  levels = config.levels
+  domain = domain_of(levels[0])
+  path = os.path.join(config.logdir, 'test_results.json')
+  try:
+    output_files.check_overwrite(path, config.overwrite)
+  except FileExistsError as error:
+    raise UsageError(error) from None
   manager_dir = os.path.join(config.logdir, 'checkpoints')
   latest = tf.train.latest_checkpoint(manager_dir)
   if latest is None:
     raise UsageError(f'no checkpoint in {manager_dir}; train first')
-  num_actions, observation_shape = domain.environment_info(config)
+  num_actions, observation_shape = domain.environment_info(config, levels[0])
   learner = build_learner(config, num_actions, observation_shape)
   tf.train.Checkpoint(learner=learner).restore(latest).expect_partial()
-  levels = [config.level_name]
-  num_envs = min(config.num_actors, config.test_num_episodes)
-  level_names = [level for level in levels for _ in range(num_envs)]
+  # At most --num_actors environments (processes) in all, at least one per
+  # level.
+  envs_per_level = max(1, min(config.test_num_episodes,
+                              config.num_actors // len(levels)))
+  level_names = [level for level in levels for _ in range(envs_per_level)]
   env = domain.test_environments(config, level_names, config.seed + 7919)
   policy = actor_lib.Policy(learner.agent, dynamic_batching_enabled=False)
   # Each environment plays a fixed number of games, so short games are not
   # over-represented.
   quotas = [len(part) for part in split_evenly(
-      range(config.test_num_episodes), num_envs)] * len(levels)
+      range(config.test_num_episodes), envs_per_level)] * len(levels)
   returns = collections.defaultdict(list)
   finished = [0] * len(level_names)
   env_output = env.reset()
   action = np.zeros([len(level_names)], np.int32)
   state = tf.nest.map_structure(lambda x: x.numpy(),
                                 learner.agent.initial_state(len(level_names)))
-  print_fn(f'Testing {latest} on {", ".join(levels)}: '
-           f'{config.test_num_episodes} games per level.')
+  print_fn(f'Testing {latest} on {config.level_name} ({len(levels)} level'
+           f'{"s" if len(levels) > 1 else ""}): {config.test_num_episodes} '
+           f'games per level, {len(level_names)} environments.')
   try:
     while any(done < quota for done, quota in zip(finished, quotas)):
       agent_output, state = policy(action, env_output, state)
@@ -390,19 +470,35 @@ def evaluate(config, print_fn=print):
                    f' return {game.episode_return:g}')
   finally:
     env.close()
-  results = {
-      level: {'mean': float(np.mean(values)), 'std': float(np.std(values)),
-              'episodes': len(values)}
-      for level, values in sorted(returns.items())
+  per_level = {
+      level: {'mean': float(np.mean(returns[level])),
+              'std': float(np.std(returns[level])),
+              'episodes': len(returns[level])}
+      for level in levels
   }
-  path = os.path.join(config.logdir, 'test_results.json')
-  temporary = path + '.tmp'
-  with open(temporary, 'w') as f:
-    json.dump(results, f, indent=2)
-  os.replace(temporary, path)
-  for level, result in results.items():
+  results = {
+      'checkpoint': latest,
+      'environment_frames': int(learner.num_environment_frames.numpy()),
+      'test_num_episodes': config.test_num_episodes,
+      'levels': per_level,
+  }
+  benchmark = domain.benchmark
+  if benchmark and all(benchmark.knows(level) for level in levels):
+    normalized = benchmark.normalized(
+        {level: result['mean'] for level, result in per_level.items()})
+    for level, value in normalized.items():
+      per_level[level]['human_normalized'] = value
+    results['human_normalized'] = benchmark.summary(normalized)
+  output_files.write_atomically(path, json.dumps(results, indent=2))
+  for level, result in per_level.items():
     print_fn(f'{level}: mean return {result["mean"]:.2f} '
-             f'(std {result["std"]:.2f}, {result["episodes"]} games)')
+             f'(std {result["std"]:.2f}, {result["episodes"]} games)' + (
+                 f', human-normalised {result["human_normalized"]:.1f}%'
+                 if 'human_normalized' in result else ''))
+  if 'human_normalized' in results:
+    print_fn(f'{benchmark.name}, {len(levels)} levels: human-normalised ' +
+             ', '.join(f'{name} {value:.1f}%' for name, value in
+                       results['human_normalized'].items()))
   print_fn(f'Wrote {path}.')
   return results
 

@@ -15,6 +15,8 @@ the start of test episodes.
   numpy wrapper (see the README).
 """
 
+import collections
+
 import ale_py
 import ale_py.roms
 import dm_env
@@ -41,6 +43,25 @@ def game_id(level_name):
         f'unknown Atari game {game!r}; the valid ids are listed by: python '
         '-c "import ale_py.roms; print(ale_py.roms.get_all_rom_ids())"')
   return game
+
+
+def full_actions(legal_actions):
+  """ALE's 18 actions, in order, as actions of a game whose legal set is
+  `legal_actions` (one of them for each of the 18).
+
+  ale-py gives every game but one all 18; Skiing gets 9, without the fire
+  button, which the game does not use (acting with one of its fire actions
+  does what NOOP does, and ale-py's vector environment stalls on them). The
+  paper's ALE offered all 18 in every game, so a fire action here is the
+  same move without fire.
+  """
+  legal_actions = list(legal_actions)
+  actions = []
+  for action in ale_py.Action:
+    if action not in legal_actions:
+      action = ale_py.Action[action.name.removesuffix('FIRE') or 'NOOP']
+    actions.append(action)
+  return actions
 
 
 def _area_resize_matrix(in_size, out_size):
@@ -77,7 +98,7 @@ class AtariEnvironment(dm_env.Environment):
     self._ale.setInt('max_num_frames_per_episode', MAX_EPISODE_FRAMES)
     self._ale.loadROM(ale_py.roms.get_rom_path(game_id(level_name)))
     self._actions = (
-        self._ale.getLegalActionSet()
+        full_actions(self._ale.getLegalActionSet())
         if full_action_set else self._ale.getMinimalActionSet())
     self._num_action_repeats = num_action_repeats
     self._end_episode_on_life_loss = end_episode_on_life_loss
@@ -149,21 +170,59 @@ class AtariEnvironment(dm_env.Environment):
     self._stack[..., -1] = np.rint(resized).astype(np.uint8)
 
 
+_Game = collections.namedtuple(
+    '_Game',
+    [
+        'indices',  # int `[n]`: the environments playing this game.
+        'ale',  # Their ale_py.ALEVectorInterface.
+        'action_indices',  # int32 `[A]`: agent action -> the game's action.
+        'paddle_strength',  # float32 `[n]` ones (no paddle control).
+    ])
+
+
 class AtariVectorEnvironment(environments.BatchedEnvironment):
-  """N copies of one game, stepped by ale-py's `ALEVectorInterface`.
+  """N games stepped by ale-py's `ALEVectorInterface`, one per distinct game.
 
   The same preprocessing as `AtariEnvironment` for training (no no-op
   starts): the C++ side repeats each action, max-pools, resizes and stacks;
   here a drop in lives ends the learning episode while the game goes on, and
-  whole games are reported as `FinishedGame`s.
+  whole games are reported as `FinishedGame`s. Several games (multi-task)
+  need the full action set, so that an action means the same in all of them;
+  every game's vector interface works in its own threads, all at once.
   """
 
-  def __init__(self, level_name, num_envs, seed=0, num_action_repeats=4,
+  def __init__(self, level_names, seed=0, num_action_repeats=4,
                full_action_set=False, num_threads=2):
-    self._level_names = [level_name] * num_envs
+    self._level_names = list(level_names)
+    games = {}  # level name -> indices of its environments, in order.
+    for index, level_name in enumerate(self._level_names):
+      games.setdefault(level_name, []).append(index)
+    if len(games) > 1 and not full_action_set:
+      raise ValueError('several games need the full action set '
+                       '(their minimal sets differ)')
     self._num_action_repeats = num_action_repeats
     self._seed = seed
-    self._ale = ale_py.ALEVectorInterface(
+    self._games = []
+    for level_name, indices in games.items():
+      ale = self._vector_interface(level_name, len(indices),
+                                   num_action_repeats, full_action_set,
+                                   min(num_threads, len(indices)))
+      available = list(ale.get_action_set())
+      # The agent's action -> an index into the game's action set.
+      action_indices = np.array(
+          [available.index(action) for action in full_actions(available)]
+          if full_action_set else range(len(available)), np.int32)
+      self._games.append(_Game(np.array(indices), ale, action_indices,
+                               np.ones(len(indices), np.float32)))
+    self.num_actions = len(self._games[0].action_indices)
+    self._lives = np.zeros(self.num_envs, np.int32)
+    self._game_returns = np.zeros(self.num_envs, np.float64)
+    self._game_steps = np.zeros(self.num_envs, np.int64)
+
+  @staticmethod
+  def _vector_interface(level_name, num_envs, num_action_repeats,
+                        full_action_set, num_threads):
+    return ale_py.ALEVectorInterface(
         rom_path=ale_py.roms.get_rom_path(game_id(level_name)),
         num_envs=num_envs,
         frame_skip=num_action_repeats,
@@ -184,37 +243,43 @@ class AtariVectorEnvironment(environments.BatchedEnvironment):
         num_threads=num_threads,
         thread_affinity_offset=-1,
         autoreset_mode='SameStep')  # A game's end returns the next's start.
-    self.num_actions = len(self._ale.get_action_set())
-    self._paddle_strength = np.ones(num_envs, np.float32)
-    self._lives = np.zeros(num_envs, np.int32)
-    self._game_returns = np.zeros(num_envs, np.float64)
-    self._game_steps = np.zeros(num_envs, np.int64)
 
   @property
   def level_names(self):
     return self._level_names
 
   def reset(self):
-    observations, info = self._ale.reset(
-        np.arange(self.num_envs),
-        np.arange(self._seed, self._seed + self.num_envs))
-    self._lives = info['lives'].copy()
+    observations = np.zeros(
+        (self.num_envs, FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
+    for game in self._games:
+      # Environment i is seeded seed + i whichever game it plays.
+      observations[game.indices], info = game.ale.reset(
+          np.arange(len(game.indices)), self._seed + game.indices)
+      self._lives[game.indices] = info['lives']
     self._game_returns[:] = 0.0
     self._game_steps[:] = 0
     return self._env_output(np.zeros(self.num_envs, np.float32),
                             np.ones(self.num_envs, bool), observations)
 
   def step(self, actions):
-    self._ale.send(np.asarray(actions, np.int32), self._paddle_strength)
-    observations, rewards, terminated, truncated, info = self._ale.recv()
-    order = np.argsort(info['env_id'])  # Results may come in finishing order.
-    observations, rewards = observations[order], rewards[order].astype(
-        np.float32)
-    terminated, truncated = terminated[order], truncated[order]
-    lives = info['lives'][order]
+    actions = np.asarray(actions, np.int32)
+    for game in self._games:  # Each starts at once; recv waits below.
+      game.ale.send(game.action_indices[actions[game.indices]],
+                    game.paddle_strength)
+    observations = np.zeros(
+        (self.num_envs, FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
+    rewards = np.zeros(self.num_envs, np.float32)
+    game_over = np.zeros(self.num_envs, bool)
+    lives = np.zeros(self.num_envs, np.int32)
+    for game in self._games:
+      frames, reward, terminated, truncated, info = game.ale.recv()
+      targets = game.indices[info['env_id']]  # In finishing order.
+      observations[targets] = frames
+      rewards[targets] = reward
+      game_over[targets] = terminated | truncated
+      lives[targets] = info['lives']
     self._game_returns += rewards
     self._game_steps += 1
-    game_over = terminated | truncated
     life_lost = lives < self._lives
     self._lives = lives
     games = [

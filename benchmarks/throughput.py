@@ -12,6 +12,7 @@ and the peak resident memory of that process and its children together.
     XLA on; environments in processes; 16 actor threads.
 
   .venv/bin/python benchmarks/throughput.py [--seconds=60] [--only=NAME,...]
+      [--level=atari57]
 """
 
 import json
@@ -29,7 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 flags.DEFINE_float('seconds', 60.0, 'Measured seconds per configuration.')
 flags.DEFINE_float('warmup_seconds', 20.0, 'Seconds before measuring.')
-flags.DEFINE_string('level', 'atari/pong', 'The Atari level.')
+flags.DEFINE_string('level', 'atari/pong', 'The Atari level, suite '
+                    '(atari57) or comma-separated levels, as --level_name.')
 flags.DEFINE_list('only', [], 'Run only these configurations.')
 flags.DEFINE_string('child', None, 'Internal: run one configuration.')
 FLAGS = flags.FLAGS
@@ -108,12 +110,13 @@ class PeakMemory:
 def _environment_ceiling(config, seconds, warmup):
   """Frames/s of random actions through the training environments."""
   import experiment  # pylint: disable=g-import-not-at-top
-  domain = experiment.domain_of(config.level_name)
-  parts = experiment.split_evenly([config.level_name] * config.num_actors,
-                                  config.num_actor_threads)
+  domain = experiment.domain_of(config.levels[0])
+  parts = experiment.split_evenly(
+      experiment.assign_levels(config.levels, config.num_actors),
+      config.num_actor_threads)
   envs = [domain.training_environments(config, names, 10_000 * index)
           for index, names in enumerate(parts)]
-  num_actions, _ = domain.environment_info(config)
+  num_actions, _ = domain.environment_info(config, config.levels[0])
   counts = [0] * len(envs)
   stop = threading.Event()
 

@@ -50,8 +50,49 @@ def _duration(seconds):
   return f'{seconds // 60}m{seconds % 60:02d}s'
 
 
+MAX_LEVELS_LISTED = 4  # More levels: the progress line counts them.
+
+
+def human_normalized_summary(recent_means, levels, benchmark):
+  """The suite's statistics (e.g. median, mean) of the human-normalised
+  recent mean returns, once every level in `levels` finished a game.
+
+  Args:
+    recent_means: {level: (games so far, mean recent return)}, as
+      `GameLog.recent_means`.
+    levels: the run's level names.
+    benchmark: a `scoring.Benchmark`, or None.
+
+  Returns:
+    {statistic: percent}, or None before every level finished a game, or
+    without a benchmark that knows every level.
+  """
+  if benchmark is None or any(level not in recent_means or
+                              not benchmark.knows(level) for level in levels):
+    return None
+  return benchmark.summary(benchmark.normalized(
+      {level: recent_means[level][1] for level in levels}))
+
+
+def describe_returns(recent_means, levels, summary):
+  """The progress line's part on returns: each level's recent mean return
+  (for a few levels) or how many levels played, then `summary`."""
+  if len(levels) <= MAX_LEVELS_LISTED:
+    text = ' '.join(
+        f'{level}: {mean:.1f} ({count} games)'
+        for level, (count, mean) in recent_means.items()) or (
+            'no game finished yet')
+  else:
+    text = (f'{sum(counts for counts, _ in recent_means.values()):,} games, '
+            f'{len(recent_means)}/{len(levels)} levels played')
+  if summary:
+    text += ' | human-normalised ' + ' '.join(
+        f'{name} {value:.1f}%' for name, value in summary.items())
+  return text
+
+
 class ProgressLine:
-  """Prints frames, frames/s, recent returns and time left every
+  """Prints frames, frames/s, time left and what the caller adds every
   `interval_secs`."""
 
   def __init__(self, total_frames, interval_secs=10.0, print_fn=print):
@@ -61,9 +102,15 @@ class ProgressLine:
     self._last_time = None
     self._last_frames = None
 
-  def maybe_print(self, frames, game_log, extra=''):
-    """Prints if `interval_secs` passed since the last line (or first call
-    only records the start); returns frames/s when it printed, else None."""
+  def maybe_print(self, frames, returns, extra=''):
+    """Prints if `interval_secs` passed since the last line (the first call
+    only records the start); returns frames/s when it printed, else None.
+
+    Args:
+      frames: int, environment frames so far.
+      returns: str, e.g. from `describe_returns`.
+      extra: str appended to the line.
+    """
     now = time.monotonic()
     if self._last_time is None:
       self._last_time, self._last_frames = now, frames
@@ -74,10 +121,6 @@ class ProgressLine:
     self._last_time, self._last_frames = now, frames
     left = (_duration((self._total_frames - frames) / fps)
             if fps > 0 else '?')
-    returns = ' '.join(
-        f'{level}: {mean:.1f} ({count} games)'
-        for level, (count, mean) in game_log.recent_means().items()) or (
-            'no game finished yet')
     self._print(f'frames {frames:,} / {self._total_frames:,} | '
                 f'{fps:,.0f} frames/s | {left} left | return {returns}'
                 f'{" | " + extra if extra else ""}')
@@ -91,11 +134,17 @@ def write_scalars(writer, step, scalars, prefix):
       tf.summary.scalar(f'{prefix}/{name}', value)
 
 
-def write_games(writer, frames, games):
-  """Per-level episode return and length of each finished game."""
+def write_games(writer, frames, games, benchmark=None):
+  """Per-level episode return and length of each finished game, and its
+  human-normalised score where `benchmark` (a `scoring.Benchmark` or None)
+  knows the level."""
   with writer.as_default(step=frames):
     for game in games:
       tf.summary.scalar(f'{game.level_name}/episode_return',
                         game.episode_return)
       tf.summary.scalar(f'{game.level_name}/episode_frames',
                         game.episode_frames)
+      if benchmark is not None and benchmark.knows(game.level_name):
+        (normalized,) = benchmark.normalized(
+            {game.level_name: game.episode_return}).values()
+        tf.summary.scalar(f'{game.level_name}/human_normalized', normalized)

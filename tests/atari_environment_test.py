@@ -1,10 +1,12 @@
 """The Atari wrapper on real ALE games."""
 
+import ale_py
 import dm_env
 import numpy as np
 import tensorflow as tf
 
 from atari57 import environment
+from atari57 import scores
 
 
 class AtariEnvironmentTest(tf.test.TestCase):
@@ -74,7 +76,7 @@ class AtariVectorEnvironmentTest(tf.test.TestCase):
   def test_frames_match_the_numpy_wrapper(self):
     # Without sticky actions or no-ops both emulate the same game; only the
     # resize differs (ale-py's C++ one against our exact area average).
-    vector = environment.AtariVectorEnvironment('atari/breakout', 2)
+    vector = environment.AtariVectorEnvironment(['atari/breakout'] * 2)
     single = environment.AtariEnvironment('atari/breakout')
     vector_output = vector.reset()
     frame = single.reset().observation
@@ -88,7 +90,7 @@ class AtariVectorEnvironmentTest(tf.test.TestCase):
     vector.close()
 
   def test_life_loss_ends_learning_episodes_but_not_the_game(self):
-    env = environment.AtariVectorEnvironment('atari/breakout', 1)
+    env = environment.AtariVectorEnvironment(['atari/breakout'])
     self.assertEqual(4, env.num_actions)
     self.assertTrue(env.reset().done[0])
     episode_ends, rewards, steps = 0, 0.0, 0
@@ -108,6 +110,72 @@ class AtariVectorEnvironmentTest(tf.test.TestCase):
     # whose stack holds a single frame.
     self.assertEqual(0, output.frame[0, ..., :3].max())
     env.close()
+
+  def test_several_games_play_as_each_alone(self):
+    # Environment i is seeded seed + i and plays its own game: the same
+    # frames, rewards and finished games as that game in a vector of one.
+    mixed = environment.AtariVectorEnvironment(
+        ['atari/pong', 'atari/breakout', 'atari/pong'], seed=5,
+        full_action_set=True)
+    alone = [
+        environment.AtariVectorEnvironment([level], seed=5 + index,
+                                           full_action_set=True)
+        for index, level in enumerate(
+            ['atari/pong', 'atari/breakout', 'atari/pong'])
+    ]
+    self.assertEqual(18, mixed.num_actions)
+    mixed_output = mixed.reset()
+    alone_outputs = [env.reset() for env in alone]
+    rng = np.random.default_rng(0)
+    finished = []
+    for step in range(700):
+      for index, output in enumerate(alone_outputs):
+        for field in ('frame', 'reward', 'done'):
+          self.assertAllEqual(getattr(output, field)[0],
+                              getattr(mixed_output, field)[index],
+                              f'{field} of env {index} at step {step}')
+      actions = rng.integers(0, 18, size=3)
+      mixed_output, games = mixed.step(actions)
+      finished += [(game.level_name, game.env_index, game.episode_return)
+                   for game in games]
+      alone_outputs = [env.step(actions[index:index + 1])[0]
+                       for index, env in enumerate(alone)]
+    # Random play loses a Breakout game within 700 steps.
+    self.assertIn('atari/breakout', [level for level, _, _ in finished])
+    self.assertEqual({1}, {index for level, index, _ in finished
+                           if level == 'atari/breakout'})
+
+  def test_all_18_actions_act_in_every_game(self):
+    # ale-py gives Skiing 9 legal actions (no fire button; its vector
+    # environment stalled on the others): fire actions move as without it.
+    env = environment.AtariVectorEnvironment(
+        ['atari/skiing'] * 18 + ['atari/pong'], full_action_set=True)
+    env.reset()
+    for _ in range(30):
+      output, _ = env.step(np.arange(19) % 18)  # Environment i: action i.
+    names = [action.name for action in ale_py.Action]
+    right = output.frame[names.index('RIGHT')]
+    self.assertAllEqual(right, output.frame[names.index('RIGHTFIRE')])
+    self.assertAllEqual(output.frame[names.index('NOOP')],
+                        output.frame[names.index('FIRE')])
+    self.assertNotAllEqual(right, output.frame[names.index('LEFT')])
+    numpy_skiing = environment.AtariEnvironment('atari/skiing',
+                                                full_action_set=True)
+    self.assertEqual(18, numpy_skiing.action_spec().num_values)
+
+  def test_several_games_need_the_full_action_set(self):
+    with self.assertRaisesRegex(ValueError, 'full action set'):
+      environment.AtariVectorEnvironment(['atari/pong', 'atari/breakout'])
+
+  def test_every_game_of_the_suite_loads_with_18_actions(self):
+    env = environment.AtariVectorEnvironment(scores.LEVELS,
+                                             full_action_set=True)
+    self.assertEqual(18, env.num_actions)
+    self.assertEqual((57, 84, 84, 4), env.reset().frame.shape)
+    for _ in range(30):
+      output, _ = env.step(np.zeros([57], np.int32))  # NOOP.
+    # 57 different games on screen: 57 different frames.
+    self.assertLen({frame.tobytes() for frame in output.frame[..., -1]}, 57)
 
 
 if __name__ == '__main__':

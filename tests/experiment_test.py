@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 
+import numpy as np
 import tensorflow as tf
 
 import experiment
@@ -58,10 +59,44 @@ class ExperimentTest(tf.test.TestCase):
     with open(os.path.join(logdir, 'test_results.json')) as f:
       written = json.load(f)
     self.assertEqual(results, written)
-    pong = written['atari/pong']
+    self.assertEqual(1600, written['environment_frames'])
+    pong = written['levels']['atari/pong']
     self.assertEqual(2, pong['episodes'])
     # A Pong game ends at 21 points: the return lies in [-21, 21].
     self.assertBetween(pong['mean'], -21, 21)
+    self.assertAllClose(100 * (pong['mean'] + 20.7) / (14.6 + 20.7),
+                        pong['human_normalized'])
+    self.assertAllClose({'median': pong['human_normalized'],
+                         'mean': pong['human_normalized']},
+                        written['human_normalized'])
+
+  def test_several_games_share_the_full_action_set_and_are_scored(self):
+    logdir = self.create_tempdir().full_path
+    games = dict(SHORT_RUN, level_name='atari/breakout,atari/space_invaders',
+                 core='feedforward')
+    lines = []
+    result = pipeline_util.train(logdir=logdir, total_environment_frames=800,
+                                 print_fn=lines.append, **games)
+    self.assertEqual(800, result['frames'])
+    self.assertIn('(2 levels, 18 actions): 4 actors', lines[0])
+    with open(os.path.join(logdir, 'flags.json')) as f:
+      self.assertTrue(json.load(f)['full_action_set'])
+
+    results = experiment.evaluate(pipeline_util.config(
+        mode='test', logdir=logdir, test_num_episodes=1, **games),
+                                  print_fn=lambda line: None)
+    baselines = {'atari/breakout': (1.7, 30.5),
+                 'atari/space_invaders': (148.0, 1668.7)}
+    normalized = []
+    for level, (random, human) in baselines.items():
+      level_result = results['levels'][level]
+      self.assertEqual(1, level_result['episodes'])
+      normalized.append(100 * (level_result['mean'] - random) /
+                        (human - random))
+      self.assertAllClose(normalized[-1], level_result['human_normalized'])
+    self.assertAllClose({'median': np.median(normalized),
+                         'mean': np.mean(normalized)},
+                        results['human_normalized'])
 
   def test_sigint_writes_a_checkpoint_and_the_same_command_resumes(self):
     logdir = self.create_tempdir().full_path
@@ -105,6 +140,8 @@ class ExperimentTest(tf.test.TestCase):
     for flags, message in [
         (['--level_name=atari/pongg'], 'unknown Atari game'),
         (['--level_name=doom/e1m1'], 'unknown level'),
+        (['--level_name=atari/pong,atari/pongg'], 'unknown Atari game'),
+        (['--level_name=atari57', '--num_actors=8'], 'fewer than the 57'),
         (['--batch_size=0'], 'batch_size'),
         (['--mode=test', f'--logdir={logdir}'], 'no checkpoint'),
     ]:
