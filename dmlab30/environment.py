@@ -1,0 +1,155 @@
+"""DMLab-30 levels as the paper plays them, as a `dm_env.Environment`.
+
+Table D.3 and the official code (scalable_agent's `environments.py` and
+`experiment.py`): 96x72 RGB frames, each of Table D.2's 9 actions repeated
+4 times (DeepMind Lab sums the rewards of the frames), and the language
+levels' instruction. Test mode loads the held-out levels and sets the
+evaluation mixer seed, so test episodes are not the training ones.
+
+DeepMind Lab is built from source (README, section "DeepMind Lab"); its
+Python module `deepmind_lab` is imported only when an environment is made,
+so the rest of the project works without it. Environments run in their own
+processes: nothing here imports TensorFlow.
+"""
+
+import collections
+import zlib
+
+import dm_env
+from dm_env import specs
+import numpy as np
+
+from dmlab30 import scores
+
+# Table D.2, as 7-element native actions: [look left/right (pixels), look
+# down/up (pixels), strafe left/right, move back/forward, fire, jump, crouch].
+DEFAULT_ACTION_SET = (
+    (0, 0, 0, 1, 0, 0, 0),  # Forward.
+    (0, 0, 0, -1, 0, 0, 0),  # Backward.
+    (0, 0, -1, 0, 0, 0, 0),  # Strafe left.
+    (0, 0, 1, 0, 0, 0, 0),  # Strafe right.
+    (-20, 0, 0, 0, 0, 0, 0),  # Look left.
+    (20, 0, 0, 0, 0, 0, 0),  # Look right.
+    (-20, 0, 0, 1, 0, 0, 0),  # Forward + look left.
+    (20, 0, 0, 1, 0, 0, 0),  # Forward + look right.
+    (0, 0, 0, 0, 1, 0, 0),  # Fire.
+)
+
+MAX_INSTRUCTION_WORDS = 16
+INSTRUCTION_HASH_BUCKETS = 1000  # As the official code; ids 1..1000.
+# The official code's mixer seed for evaluation (DeepMind Lab mixes it into
+# every episode's seed).
+EVALUATION_MIXER_SEED = 0x600D5EED
+
+Observation = collections.namedtuple(
+    'Observation',
+    [
+        'frame',  # uint8 [height, width, 3]: RGB.
+        'instruction',  # int32 [MAX_INSTRUCTION_WORDS]: `instruction_ids`.
+    ])
+
+
+def instruction_ids(text, max_words=MAX_INSTRUCTION_WORDS):
+  """Hashes an instruction's words into padded word ids.
+
+  Each whitespace-separated word goes to one of `INSTRUCTION_HASH_BUCKETS`
+  buckets by its CRC-32 (stable across processes, unlike `hash`); id 0 is
+  padding.
+
+  Args:
+    text: str, '' for none.
+    max_words: L; longer instructions are truncated.
+
+  Returns:
+    int32 `[L]`: word ids in [1, 1000], then trailing 0s.
+  """
+  ids = np.zeros([max_words], np.int32)
+  words = text.split()[:max_words]
+  ids[:len(words)] = [
+      zlib.crc32(word.encode('utf-8')) % INSTRUCTION_HASH_BUCKETS + 1
+      for word in words
+  ]
+  return ids
+
+
+class DmLabEnvironment(dm_env.Environment):
+  """One DMLab-30 level. Observations: `Observation(frame, instruction)`.
+
+  DeepMind Lab has no observation once an episode has ended, so the last
+  step of an episode repeats the observation before it.
+  """
+
+  def __init__(self,
+               level_name,
+               seed=0,
+               num_action_repeats=4,
+               is_test=False,
+               dataset_path=None,
+               width=96,
+               height=72):
+    """
+    Args:
+      level_name: str, one of `scores.TRAIN_LEVELS` (or, with `is_test`,
+        `scores.TEST_LEVELS`).
+      seed: int: seeds the episodes' seeds, as the official code.
+      num_action_repeats: frames each action is repeated for.
+      is_test: load held-out levels, with the evaluation mixer seed.
+      dataset_path: str or None: the Brady-Konkle-Oliva images the
+        psychlab levels need.
+      width: frame width in pixels.
+      height: frame height in pixels.
+
+    Raises:
+      ImportError: DeepMind Lab's Python module is not installed.
+      ValueError: `level_name` is not a DMLab-30 level.
+    """
+    level_path = scores.level_path(level_name)
+    try:
+      import deepmind_lab  # pylint: disable=g-import-not-at-top
+    except ImportError:
+      raise ImportError(
+          "DeepMind Lab's Python module deepmind_lab is missing; build and "
+          'install it as the README says (section "DeepMind Lab")') from None
+    config = {'width': str(width), 'height': str(height), 'logLevel': 'WARN'}
+    if dataset_path:
+      config['datasetPath'] = dataset_path
+    if is_test:
+      config['allowHoldOutLevels'] = 'true'
+      config['mixerSeed'] = str(EVALUATION_MIXER_SEED)
+    self._lab = deepmind_lab.Lab(level_path, ['RGB_INTERLEAVED', 'INSTR'],
+                                 config=config)
+    self._native_actions = np.array(DEFAULT_ACTION_SET, np.intc)
+    self._num_action_repeats = num_action_repeats
+    self._random_state = np.random.RandomState(seed)
+    self._frame_shape = (height, width, 3)
+    self._observation = None
+
+  def observation_spec(self):
+    return Observation(
+        frame=specs.Array(self._frame_shape, np.uint8, 'frame'),
+        instruction=specs.Array((MAX_INSTRUCTION_WORDS,), np.int32,
+                                'instruction'))
+
+  def action_spec(self):
+    return specs.DiscreteArray(len(DEFAULT_ACTION_SET), name='action')
+
+  def reset(self):
+    self._lab.reset(seed=self._random_state.randint(0, 2**31 - 1))
+    return dm_env.restart(self._read_observation())
+
+  def step(self, action):
+    reward = self._lab.step(self._native_actions[action],
+                            num_steps=self._num_action_repeats)
+    if not self._lab.is_running():
+      return dm_env.termination(reward, self._observation)
+    return dm_env.transition(reward, self._read_observation())
+
+  def close(self):
+    self._lab.close()
+
+  def _read_observation(self):
+    observations = self._lab.observations()
+    self._observation = Observation(
+        frame=observations['RGB_INTERLEAVED'],
+        instruction=instruction_ids(observations['INSTR']))
+    return self._observation
