@@ -6,6 +6,7 @@ table on stdout and a PNG plot. Each suite's `compare` module runs it:
 
 import collections
 import functools
+import io
 import json
 import math
 import os
@@ -68,13 +69,12 @@ def compare(benchmark, ours, paper_run):
   reported = {level: score for level, score in paper_run.scores.items()
               if score is not None}
   paper_normalized = benchmark.normalized(reported)
+  # The suite's order; levels scored under another's name (DMLab's train
+  # levels) come after.
+  levels = ([level for level in benchmark.levels if level in ours] +
+            [level for level in ours if level not in benchmark.baselines])
   rows = [(level, ours[level], reported.get(level), ours_normalized[level],
-           paper_normalized.get(level))
-          for level in benchmark.levels if level in ours]
-  # Levels scored under another's name (DMLab's train levels) come after.
-  rows += [(level, ours[level], reported.get(level), ours_normalized[level],
-            paper_normalized.get(level))
-           for level in ours if level not in benchmark.baselines]
+           paper_normalized.get(level)) for level in levels]
   both = [row for row in rows if row[2] is not None]
   summary = {}
   if both:
@@ -158,10 +158,10 @@ def plot(comparison, paper_run, ours_title, path):
   axes.set_xlabel('human-normalised score, % (dashed: human)')
   figure.legend(loc='outside lower center', ncols=2, frameon=False)
   axes.set_title(f'{ours_title} vs {paper_run.title}')
-  temporary = f'{path}.tmp{os.getpid()}.png'
-  figure.savefig(temporary, dpi=100)
+  png = io.BytesIO()
+  figure.savefig(png, format='png', dpi=100)
   pyplot.close(figure)
-  os.replace(temporary, path)
+  output_files.write_atomically(path, png.getvalue())
 
 
 def _main(benchmark, paper_runs, level_title, argv):
