@@ -8,6 +8,11 @@ or one agent on all 57 games (multi-task; games round-robin to actors):
 
   .venv/bin/python experiment.py --level_name=atari57 --logdir=logs/atari57
 
+or the paper's deep agent on DMLab-30 (needs DeepMind Lab; see the README):
+
+  .venv/bin/python experiment.py --level_name=dmlab30 --agent=deep \
+      --num_actors=150 --logdir=logs/dmlab30
+
 Stopping it (Ctrl-C, SIGTERM) writes a checkpoint; the same command resumes.
 Evaluate the latest checkpoint with the test protocol:
 
@@ -15,7 +20,7 @@ Evaluate the latest checkpoint with the test protocol:
       --logdir=logs/pong --test_num_episodes=10
 
 Flags left unset take the paper's values for the level's domain (Atari:
-Table G.1; see DOMAINS).
+Table G.1; DMLab: the official DMLab-30 run; see DOMAINS).
 """
 
 import collections
@@ -34,6 +39,8 @@ import tensorflow as tf
 
 from atari57 import environment as atari_environment
 from atari57 import scores as atari_scores
+from dmlab30 import environment as dmlab_environment
+from dmlab30 import scores as dmlab_scores
 from impala_tf import actor as actor_lib
 from impala_tf import agents
 from impala_tf import environments
@@ -48,13 +55,15 @@ flags.DEFINE_enum('mode', 'train', ['train', 'test'], 'Training or test.')
 flags.DEFINE_string('logdir', 'logs/impala', 'Checkpoints, summaries, '
                     'flags and test results.')
 flags.DEFINE_string('level_name', 'atari/pong',
-                    'A level (atari/<game>: an ale-py ROM id), a suite '
-                    '(atari57) or a comma-separated list of levels: one '
+                    'A level (atari/<game>: an ale-py ROM id; '
+                    'dmlab/<level>: a DMLab-30 level), a suite (atari57, '
+                    'dmlab30) or a comma-separated list of levels: one '
                     'agent learns them all, levels assigned round-robin to '
                     'actors.')
 flags.DEFINE_enum('agent', 'shallow', list(agents.TORSOS), 'The torso.')
 flags.DEFINE_enum('core', None, list(agents.CORES),
-                  'The core; default per domain (Atari: feedforward).')
+                  'The core; default per domain (Atari: feedforward, '
+                  'DMLab: lstm).')
 flags.DEFINE_integer('num_actors', 64, 'Environments acting in parallel, '
                      'each an actor of the paper (64 keeps 2 CPU cores busy '
                      'for Atari; see the README).', lower_bound=1)
@@ -103,6 +112,12 @@ flags.DEFINE_enum('atari_environment', 'vector', ['vector', 'process'],
 flags.DEFINE_boolean('full_action_set', None, 'Atari: all 18 actions; '
                      'default: with several games (their minimal sets '
                      'differ), else the game\'s minimal set.')
+flags.DEFINE_string('dataset_path', None, 'DMLab: the directory of the '
+                    'Brady-Konkle-Oliva images the psychlab levels need.')
+flags.DEFINE_integer('width', 96, 'DMLab: frame width in pixels.',
+                     lower_bound=1)
+flags.DEFINE_integer('height', 72, 'DMLab: frame height in pixels.',
+                     lower_bound=1)
 flags.DEFINE_integer('queue_capacity', None, 'Trajectories the queue holds; '
                      'default: 2 batches.', lower_bound=1)
 flags.DEFINE_integer('checkpoint_interval_secs', 300, 'Seconds between '
@@ -120,30 +135,44 @@ DOMAIN_FLAGS = ('core', 'unroll_length', 'total_environment_frames',
 # The flags a checkpoint's network and run depend on; a resumed run must
 # keep them.
 RUN_DEFINING_FLAGS = ('level_name', 'agent', 'core', 'full_action_set',
-                      'num_action_repeats')
+                      'num_action_repeats', 'width', 'height')
 
 Domain = collections.namedtuple(
     'Domain',
     [
-        # {flag name: value} for DOMAIN_FLAGS; total_environment_frames is
-        # per level (the paper trains multi-task agents as long per level).
+        # {flag name: value} for DOMAIN_FLAGS, but total_environment_frames
+        # is (number of levels) -> frames.
         'defaults',
-        'check_level',  # (level_name) -> None; ValueError if unknown.
+        # (level_name) -> None; ValueError if unknown, ImportError if its
+        # environment is not installed.
+        'check_level',
         'suites',  # {suite name: level names}, e.g. atari57.
         'benchmark',  # scoring.Benchmark for human-normalised scores, or None.
-        # (config, level_name) -> (num_actions, observation_shape).
-        'environment_info',
+        'environment_info',  # (config, level_name) -> EnvironmentInfo.
         # (config, level_names, seed) -> BatchedEnvironment for training.
         'training_environments',
+        # (level_name) -> the level test mode plays for it (DMLab-30 tests
+        # two training levels on held-out twins).
+        'test_level',
         # (config, level_names, seed) -> BatchedEnvironment for test mode.
         'test_environments',
+    ])
+
+# What the agent is built for.
+EnvironmentInfo = collections.namedtuple(
+    'EnvironmentInfo',
+    [
+        'num_actions',  # A.
+        'frame_shape',  # (H, W, C) of the uint8 frames.
+        'instruction_length',  # L of the instructions' word ids; 0: none.
     ])
 
 
 def _atari_environment_info(config, level_name):
   game = atari_environment.AtariEnvironment(
       level_name, full_action_set=config.full_action_set)
-  return game.action_spec().num_values, game.observation_spec().shape
+  return EnvironmentInfo(game.action_spec().num_values,
+                         game.observation_spec().shape, 0)
 
 
 def _atari_processes(config, level_names, seed, noop_starts):
@@ -167,6 +196,35 @@ def _atari_training_environments(config, level_names, seed):
       full_action_set=config.full_action_set)
 
 
+def _dmlab_check_level(level_name):
+  dmlab_scores.level_path(level_name)
+  if level_name not in dmlab_scores.TRAIN_LEVELS:
+    train_level = level_name.replace('_test', '_train')
+    raise ValueError(f'{level_name} is held out for testing: train on '
+                     f'{train_level} (test mode plays {level_name} for it)')
+  dmlab_environment.check_installed()
+
+
+def _dmlab_environment_info(config, level_name):
+  del level_name  # Every level has the same observations and actions.
+  return EnvironmentInfo(len(dmlab_environment.DEFAULT_ACTION_SET),
+                         (config.height, config.width, 3),
+                         dmlab_environment.MAX_INSTRUCTION_WORDS)
+
+
+def _dmlab_processes(config, level_names, seed, is_test):
+  constructors = [
+      functools.partial(
+          dmlab_environment.DmLabEnvironment, level_name, seed=seed + index,
+          num_action_repeats=config.num_action_repeats, is_test=is_test,
+          dataset_path=config.dataset_path, width=config.width,
+          height=config.height)
+      for index, level_name in enumerate(level_names)
+  ]
+  return environments.ProcessEnvironments(constructors, level_names,
+                                          config.num_action_repeats)
+
+
 DOMAINS = {
     'atari': Domain(
         check_level=atari_environment.game_id,
@@ -174,19 +232,43 @@ DOMAINS = {
         benchmark=atari_scores.BENCHMARK,
         defaults=dict(  # Table G.1; decay is not given: the official 0.99.
             core='feedforward', unroll_length=20,
-            total_environment_frames=2e8, entropy_cost=0.01,
+            total_environment_frames=lambda num_levels: 2e8 * num_levels,
+            entropy_cost=0.01,
             baseline_cost=0.5, discounting=0.99, reward_clipping='abs_one',
             learning_rate=0.0006, decay=0.99, momentum=0.0, epsilon=0.01,
             max_grad_norm=40.0),
         environment_info=_atari_environment_info,
         training_environments=_atari_training_environments,
+        test_level=lambda level_name: level_name,
         test_environments=functools.partial(_atari_processes,
                                             noop_starts=True)),
+    'dmlab': Domain(
+        check_level=_dmlab_check_level,
+        suites={dmlab_scores.SUITE: dmlab_scores.TRAIN_LEVELS},
+        benchmark=dmlab_scores.BENCHMARK,
+        # The official DMLab-30 run (scalable_agent's README); Table D.1
+        # gives no decay or gradient clipping: the official 0.99 and none.
+        # 1B frames per level as the paper's experts, 10B at most (the
+        # DMLab-30 agents).
+        defaults=dict(
+            core='lstm', unroll_length=100,
+            total_environment_frames=lambda num_levels: min(
+                1e9 * num_levels, 1e10),
+            entropy_cost=0.0033391318945337044, baseline_cost=0.5,
+            discounting=0.99, reward_clipping='soft_asymmetric',
+            learning_rate=0.00031866995608948655, decay=0.99, momentum=0.0,
+            epsilon=0.1, max_grad_norm=0.0),
+        environment_info=_dmlab_environment_info,
+        training_environments=functools.partial(_dmlab_processes,
+                                                is_test=False),
+        test_level=dmlab_scores.TEST_LEVEL_OF.get,
+        test_environments=functools.partial(_dmlab_processes, is_test=True)),
 }
 
 
 class UsageError(Exception):
-  """Bad flags or levels: reported as one line, exit status 2."""
+  """Bad flags or levels: reported as one line, exit status 1 (as absl's
+  own flag errors)."""
 
 
 def domain_of(level_name):
@@ -211,7 +293,7 @@ def expand_levels(level_name):
     for level in suites.get(item, [item]):
       try:
         domain_of(level).check_level(level)
-      except ValueError as error:
+      except (ValueError, ImportError) as error:
         raise UsageError(error) from None
       if level in levels:
         raise UsageError(f'{level} is named twice in --level_name')
@@ -233,8 +315,10 @@ def make_config(flag_values):
   domain = domain_of(levels[0])
   for name in DOMAIN_FLAGS:
     if config[name] is None:
-      config[name] = domain.defaults[name] * (
-          len(levels) if name == 'total_environment_frames' else 1)
+      config[name] = domain.defaults[name]
+  if callable(config['total_environment_frames']):
+    config['total_environment_frames'] = config['total_environment_frames'](
+        len(levels))
   config['total_environment_frames'] = int(config['total_environment_frames'])
   if config['queue_capacity'] is None:
     config['queue_capacity'] = 2 * config['batch_size']
@@ -250,9 +334,12 @@ def make_config(flag_values):
   return collections.namedtuple('Config', sorted(config))(**config)
 
 
-def build_learner(config, num_actions, observation_shape):
-  agent = agents.Agent(num_actions, observation_shape, torso=config.agent,
-                       core=config.core, seed=config.seed)
+def build_learner(config, info):
+  """The learner of an agent for `info`, an `EnvironmentInfo`."""
+  agent = agents.Agent(info.num_actions, info.frame_shape, torso=config.agent,
+                       core=config.core,
+                       use_instruction=info.instruction_length > 0,
+                       seed=config.seed)
   hparams = learner_lib.LearnerHParams(
       learning_rate=config.learning_rate,
       total_environment_frames=config.total_environment_frames,
@@ -274,8 +361,9 @@ def check_resumable(config):
   if os.path.exists(path):
     with open(path) as f:
       saved = json.load(f)
+    # Runs saved before a flag existed ran with its default.
     changed = [name for name in RUN_DEFINING_FLAGS
-               if saved.get(name) != settings[name]]
+               if name in saved and saved[name] != settings[name]]
     if changed:
       raise UsageError(
           f'{config.logdir} holds a run with other ' + ', '.join(
@@ -305,8 +393,8 @@ def train(config, stop=None, print_fn=print):
   levels = config.levels
   domain = domain_of(levels[0])
   check_resumable(config)
-  num_actions, observation_shape = domain.environment_info(config, levels[0])
-  learner = build_learner(config, num_actions, observation_shape)
+  info = domain.environment_info(config, levels[0])
+  learner = build_learner(config, info)
   checkpoint = tf.train.Checkpoint(learner=learner)
   manager = tf.train.CheckpointManager(
       checkpoint, os.path.join(config.logdir, 'checkpoints'), max_to_keep=3)
@@ -340,7 +428,7 @@ def train(config, stop=None, print_fn=print):
           env, policy, transport, config.unroll_length,
           initial_state=tf.nest.map_structure(
               lambda x: x.numpy(), learner.agent.initial_state(env.num_envs)),
-          num_actions=num_actions, on_finished_game=game_log.add)
+          num_actions=info.num_actions, on_finished_game=game_log.add)
       for env in environments_per_thread
   ], transport)
   staging_area = staging.StagingArea(
@@ -352,7 +440,7 @@ def train(config, stop=None, print_fn=print):
       print_fn)
   print_fn(f'Training {config.agent} {config.core} agent on '
            f'{config.level_name} ({len(levels)} level'
-           f'{"s" if len(levels) > 1 else ""}, {num_actions} actions): '
+           f'{"s" if len(levels) > 1 else ""}, {info.num_actions} actions): '
            f'{config.num_actors} actors in '
            f'{len(environments_per_thread)} threads, batch '
            f'{config.batch_size}, unroll {config.unroll_length}, '
@@ -419,12 +507,13 @@ def evaluate(config, print_fn=print):
   """The test protocol on the latest checkpoint: `test_num_episodes` games
   per level; writes `<logdir>/test_results.json` and returns its content.
 
-  The results hold, per level, the mean, std and count of game returns and,
-  for a suite's levels, the human-normalised mean and the suite's summary
-  (e.g. median and mean over levels).
+  The results hold, per level played (the domain's `test_level` of each
+  trained level), the mean, std and count of game returns and, for a
+  suite's levels, the human-normalised mean and the suite's summary (e.g.
+  median and mean over levels).
   """
-  levels = config.levels
-  domain = domain_of(levels[0])
+  domain = domain_of(config.levels[0])
+  levels = [domain.test_level(level) for level in config.levels]
   path = os.path.join(config.logdir, 'test_results.json')
   try:
     output_files.check_overwrite(path, config.overwrite)
@@ -434,8 +523,8 @@ def evaluate(config, print_fn=print):
   latest = tf.train.latest_checkpoint(manager_dir)
   if latest is None:
     raise UsageError(f'no checkpoint in {manager_dir}; train first')
-  num_actions, observation_shape = domain.environment_info(config, levels[0])
-  learner = build_learner(config, num_actions, observation_shape)
+  learner = build_learner(config,
+                          domain.environment_info(config, config.levels[0]))
   tf.train.Checkpoint(learner=learner).restore(latest).expect_partial()
   # At most --num_actors environments (processes) in all, at least one per
   # level.

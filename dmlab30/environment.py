@@ -12,14 +12,14 @@ so the rest of the project works without it. Environments run in their own
 processes: nothing here imports TensorFlow.
 """
 
-import collections
-import zlib
+import importlib.util
 
 import dm_env
 from dm_env import specs
 import numpy as np
 
 from dmlab30 import scores
+from impala_tf import environments
 
 # Table D.2, as 7-element native actions: [look left/right (pixels), look
 # down/up (pixels), strafe left/right, move back/forward, fire, jump, crouch].
@@ -36,44 +36,24 @@ DEFAULT_ACTION_SET = (
 )
 
 MAX_INSTRUCTION_WORDS = 16
-INSTRUCTION_HASH_BUCKETS = 1000  # As the official code; ids 1..1000.
 # The official code's mixer seed for evaluation (DeepMind Lab mixes it into
 # every episode's seed).
 EVALUATION_MIXER_SEED = 0x600D5EED
 
-Observation = collections.namedtuple(
-    'Observation',
-    [
-        'frame',  # uint8 [height, width, 3]: RGB.
-        'instruction',  # int32 [MAX_INSTRUCTION_WORDS]: `instruction_ids`.
-    ])
+MISSING_MODULE = (
+    "DeepMind Lab's Python module deepmind_lab is missing; build and "
+    'install it as the README says (section "DeepMind Lab (DMLab-30)")')
 
 
-def instruction_ids(text, max_words=MAX_INSTRUCTION_WORDS):
-  """Hashes an instruction's words into padded word ids.
-
-  Each whitespace-separated word goes to one of `INSTRUCTION_HASH_BUCKETS`
-  buckets by its CRC-32 (stable across processes, unlike `hash`); id 0 is
-  padding.
-
-  Args:
-    text: str, '' for none.
-    max_words: L; longer instructions are truncated.
-
-  Returns:
-    int32 `[L]`: word ids in [1, 1000], then trailing 0s.
-  """
-  ids = np.zeros([max_words], np.int32)
-  words = text.split()[:max_words]
-  ids[:len(words)] = [
-      zlib.crc32(word.encode('utf-8')) % INSTRUCTION_HASH_BUCKETS + 1
-      for word in words
-  ]
-  return ids
+def check_installed():
+  """Raises ImportError(`MISSING_MODULE`) unless deepmind_lab can be
+  imported; does not import it."""
+  if importlib.util.find_spec('deepmind_lab') is None:
+    raise ImportError(MISSING_MODULE)
 
 
 class DmLabEnvironment(dm_env.Environment):
-  """One DMLab-30 level. Observations: `Observation(frame, instruction)`.
+  """One DMLab-30 level. Observations: `environments.Observation`.
 
   DeepMind Lab has no observation once an episode has ended, so the last
   step of an episode repeats the observation before it.
@@ -107,9 +87,7 @@ class DmLabEnvironment(dm_env.Environment):
     try:
       import deepmind_lab  # pylint: disable=g-import-not-at-top
     except ImportError:
-      raise ImportError(
-          "DeepMind Lab's Python module deepmind_lab is missing; build and "
-          'install it as the README says (section "DeepMind Lab")') from None
+      raise ImportError(MISSING_MODULE) from None
     config = {'width': str(width), 'height': str(height), 'logLevel': 'WARN'}
     if dataset_path:
       config['datasetPath'] = dataset_path
@@ -125,7 +103,7 @@ class DmLabEnvironment(dm_env.Environment):
     self._observation = None
 
   def observation_spec(self):
-    return Observation(
+    return environments.Observation(
         frame=specs.Array(self._frame_shape, np.uint8, 'frame'),
         instruction=specs.Array((MAX_INSTRUCTION_WORDS,), np.int32,
                                 'instruction'))
@@ -149,7 +127,8 @@ class DmLabEnvironment(dm_env.Environment):
 
   def _read_observation(self):
     observations = self._lab.observations()
-    self._observation = Observation(
+    self._observation = environments.Observation(
         frame=observations['RGB_INTERLEAVED'],
-        instruction=instruction_ids(observations['INSTR']))
+        instruction=environments.instruction_ids(observations['INSTR'],
+                                                 MAX_INSTRUCTION_WORDS))
     return self._observation

@@ -18,6 +18,7 @@ import tensorflow as tf
 from impala_tf import lstm
 # The agent's input is what environments output.
 from impala_tf.environments import EnvOutput
+from impala_tf.environments import INSTRUCTION_HASH_BUCKETS
 
 AgentOutput = collections.namedtuple(
     'AgentOutput',
@@ -29,24 +30,7 @@ AgentOutput = collections.namedtuple(
 
 TORSOS = ('shallow', 'deep')
 CORES = ('lstm', 'feedforward')
-INSTRUCTION_HASH_BUCKETS = 1000  # As the official code; ids 1..1000.
 CORE_SIZE = 256
-
-
-def encode_instruction(instructions, max_words):
-  """Hashes instruction strings into padded word ids (not under XLA).
-
-  Args:
-    instructions: string `[B]`; words separated by whitespace, '' for none.
-    max_words: L; longer instructions are truncated.
-
-  Returns:
-    int32 `[B, L]`: word ids in [1, 1000], then trailing 0s.
-  """
-  words = tf.strings.split(instructions)
-  ids = tf.strings.to_hash_bucket_fast(words, INSTRUCTION_HASH_BUCKETS) + 1
-  ids = ids.to_tensor(default_value=0, shape=[None, max_words])
-  return tf.cast(ids, tf.int32)
 
 
 def _truncated_normal(shape, stddev, seed):
@@ -236,7 +220,6 @@ class Agent(tf.Module):
                torso='shallow',
                core='lstm',
                use_instruction=False,
-               max_instruction_words=16,
                seed=0,
                name=None):
     """Builds every variable.
@@ -249,7 +232,6 @@ class Agent(tf.Module):
         (the paper's Atari agents; the core state is then `()`).
       use_instruction: encode `EnvOutput.instruction` (DMLab language
         levels) and feed it to the core.
-      max_instruction_words: L of `encode_instruction`.
       seed: initialisation seed.
       name: module name.
     """
@@ -260,7 +242,6 @@ class Agent(tf.Module):
       raise ValueError(f'core must be one of {CORES}, got {core!r}')
     self.num_actions = num_actions
     self.observation_shape = tuple(observation_shape)
-    self.max_instruction_words = max_instruction_words
     torso_class = ShallowTorso if torso == 'shallow' else DeepTorso
     with self.name_scope:
       self.torso = torso_class(observation_shape, seed)
@@ -279,10 +260,6 @@ class Agent(tf.Module):
   def num_parameters(self):
     """The number of trainable weights."""
     return sum(v.shape.num_elements() for v in self.trainable_variables)
-
-  def encode_instruction(self, instructions):
-    """string `[B]` -> int32 `[B, max_instruction_words]`; see the function."""
-    return encode_instruction(instructions, self.max_instruction_words)
 
   def initial_state(self, batch_size):
     """The core state before an episode: `LSTMState` of `[B, 256]`, or ()."""

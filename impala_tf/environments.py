@@ -23,6 +23,7 @@ import multiprocessing
 import os
 import sys
 import traceback
+import zlib
 
 import numpy as np
 
@@ -36,6 +37,17 @@ EnvOutput = collections.namedtuple(
         'frame',  # uint8 [..., H, W, C].
         'instruction',  # int32 [..., L]: word ids, trailing 0s pad (L >= 0).
     ])
+
+# What an environment with language instructions (DMLab) observes; other
+# environments observe the frame alone.
+Observation = collections.namedtuple(
+    'Observation',
+    [
+        'frame',  # uint8 [H, W, C].
+        'instruction',  # int32 [L]: `instruction_ids`.
+    ])
+
+INSTRUCTION_HASH_BUCKETS = 1000  # As the official code; ids 1..1000.
 
 FinishedGame = collections.namedtuple(
     'FinishedGame',
@@ -78,13 +90,45 @@ class BatchedEnvironment(abc.ABC):
     """Frees the environments."""
 
 
-def env_output(reward, done, frame, instruction_length=0):
-  """An `EnvOutput` of numpy arrays from one environment's values."""
+def instruction_ids(text, max_words):
+  """Hashes an instruction's words into padded word ids.
+
+  Hashing happens in the environment, so that trajectories carry fixed-shape
+  integers rather than strings. Each whitespace-separated word goes to one
+  of `INSTRUCTION_HASH_BUCKETS` buckets by its CRC-32 (stable across
+  processes, unlike `hash`); id 0 is padding.
+
+  Args:
+    text: str, '' for none.
+    max_words: L; longer instructions are truncated.
+
+  Returns:
+    int32 `[L]`: word ids in [1, 1000], then trailing 0s.
+  """
+  ids = np.zeros([max_words], np.int32)
+  words = text.split()[:max_words]
+  ids[:len(words)] = [
+      zlib.crc32(word.encode('utf-8')) % INSTRUCTION_HASH_BUCKETS + 1
+      for word in words
+  ]
+  return ids
+
+
+def env_output(reward, done, observation):
+  """An `EnvOutput` of numpy arrays from one environment's values.
+
+  Args:
+    reward: float.
+    done: bool.
+    observation: uint8 `[H, W, C]` frame, or an `Observation`.
+  """
+  if not isinstance(observation, Observation):
+    observation = Observation(observation, np.zeros([0], np.int32))
   return EnvOutput(
       reward=np.float32(reward),
       done=np.bool_(done),
-      frame=frame,
-      instruction=np.zeros([instruction_length], np.int32))
+      frame=observation.frame,
+      instruction=observation.instruction)
 
 
 class _GameTracker:

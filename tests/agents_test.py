@@ -4,6 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from impala_tf import agents
+from impala_tf import environments
 
 DMLAB_FRAME, DMLAB_ACTIONS = (72, 96, 3), 9
 ATARI_FRAME, ATARI_ACTIONS = (84, 84, 4), 6
@@ -24,7 +25,7 @@ def random_steps(num_actions, observation_shape, inner_reset=True,
   done[0, :] = True
   done[2, 0] = inner_reset
   instruction = rng.integers(
-      1, agents.INSTRUCTION_HASH_BUCKETS + 1,
+      1, environments.INSTRUCTION_HASH_BUCKETS + 1,
       size=shape + (instruction_words,)).astype(np.int32)
   if instruction_words:
     num_words = rng.integers(1, instruction_words, size=shape)
@@ -189,25 +190,10 @@ class AgentsTest(tf.test.TestCase):
     ]
     self.assertAllEqual(outputs[0], outputs[1])
 
-  def test_encode_instruction(self):
-    instructions = tf.constant(['pick the red ball', '', 'pick'])
-    ids = agents.encode_instruction(instructions, max_words=3).numpy()
-    self.assertEqual(np.int32, ids.dtype)
-    self.assertAllEqual([0, 0, 0], ids[1])
-    self.assertAllInRange(ids[0], 1, agents.INSTRUCTION_HASH_BUCKETS)
-    self.assertEqual(ids[0, 0], ids[2, 0])  # The same word, the same id.
-    self.assertAllEqual([0, 0], ids[2, 1:])
-    # Deterministic, also inside a graph.
-    encode = tf.function(lambda s: agents.encode_instruction(s, 3))
-    self.assertAllEqual(ids, encode(instructions))
-    agent = agents.Agent(3, (36, 36, 1), use_instruction=True,
-                         max_instruction_words=5)
-    self.assertEqual((3, 5), tuple(agent.encode_instruction(instructions).shape))
-
   def test_instruction_encoder(self):
     encoder = agents.InstructionEncoder(seed=0)
-    ids = agents.encode_instruction(
-        tf.constant(['pick the red ball', '', 'pick']), max_words=6)
+    ids = np.stack([environments.instruction_ids(text, max_words=6)
+                    for text in ('pick the red ball', '', 'pick')])
     encoded = encoder(ids).numpy()
     self.assertEqual((3, agents.InstructionEncoder.HIDDEN_SIZE), encoded.shape)
     self.assertAllEqual(np.zeros(agents.InstructionEncoder.HIDDEN_SIZE),

@@ -12,6 +12,15 @@ from tests import catch
 
 class EnvironmentsTest(tf.test.TestCase):
 
+  def test_instruction_ids(self):
+    # zlib.crc32 of each word mod 1000, plus 1: fixed across processes.
+    self.assertAllEqual([924, 79, 456, 538, 0, 0],
+                        environments.instruction_ids('pick the red hat', 6))
+    self.assertAllEqual([79, 79], environments.instruction_ids(
+        ' the\tthe  the ', max_words=2))
+    self.assertAllEqual(np.zeros(16), environments.instruction_ids('', 16))
+    self.assertEqual(np.int32, environments.instruction_ids('a', 1).dtype)
+
   def test_processes_match_in_process_stepping(self):
     num_envs = 3
     names = ['catch/plain'] * num_envs

@@ -45,13 +45,15 @@ experiment.DOMAINS['catch'] = experiment.Domain(
     suites={'catch_lstm': ('catch/memory', 'catch/timing')},
     benchmark=BENCHMARK,
     defaults=dict(
-        core='feedforward', unroll_length=5, total_environment_frames=1e5,
+        core='feedforward', unroll_length=5,
+        total_environment_frames=lambda num_levels: 1e5 * num_levels,
         entropy_cost=0.01, baseline_cost=0.5, discounting=0.99,
         reward_clipping='abs_one', learning_rate=0.002, decay=0.99,
         momentum=0.0, epsilon=0.01, max_grad_norm=40.0),
-    environment_info=lambda config, level_name: (
-        catch.NUM_ACTIONS, LEVELS[level_name](0).observation_spec().shape),
+    environment_info=lambda config, level_name: experiment.EnvironmentInfo(
+        catch.NUM_ACTIONS, LEVELS[level_name](0).observation_spec().shape, 0),
     training_environments=_catch_environments,
+    test_level=lambda level_name: level_name,
     test_environments=_catch_environments)
 
 
