@@ -34,6 +34,7 @@ import time
 
 from absl import app
 from absl import flags
+from absl import logging
 import numpy as np
 import tensorflow as tf
 
@@ -43,10 +44,12 @@ from dmlab30 import environment as dmlab_environment
 from dmlab30 import scores as dmlab_scores
 from impala_tf import actor as actor_lib
 from impala_tf import agents
+from impala_tf import cluster as cluster_lib
 from impala_tf import environments
 from impala_tf import learner as learner_lib
 from impala_tf import output_files
 from impala_tf import progress
+from impala_tf import rpc_transport
 from impala_tf import staging
 from impala_tf import transport as transport_lib
 
@@ -96,6 +99,26 @@ flags.DEFINE_integer('test_num_episodes', 10, 'Games per level in test '
                      'mode (the paper: 200).', lower_bound=1)
 flags.DEFINE_boolean('overwrite', False, 'Test mode: replace an existing '
                      'test_results.json without asking.')
+# Distributed runs (the paper's jobs; see impala_tf/cluster.py).
+flags.DEFINE_enum('job_name', 'local', ['local', 'learner', 'actor'],
+                  'local: learner and actors in this process; learner or '
+                  'actor: one task of a cluster (or from TF_CONFIG).')
+flags.DEFINE_integer('task', 0, 'The task\'s index in its job.',
+                     lower_bound=0)
+flags.DEFINE_string('learner_hosts', 'localhost:8000', 'Comma-separated '
+                    'learner addresses; several train synchronously '
+                    '(each also uses port + 1 for the all-reduce).')
+flags.DEFINE_string('actor_hosts', 'localhost:8002,localhost:8003',
+                    'Comma-separated actor task addresses (they name the '
+                    'actors; actors listen on nothing). --num_actors '
+                    'environments are split over these tasks.')
+flags.DEFINE_integer('connect_timeout_secs', 300, 'How long an actor '
+                     'retries an unreachable learner (and learners each '
+                     'other) before it gives up with an error.',
+                     lower_bound=1)
+flags.DEFINE_integer('actor_silence_secs', 30, 'A learner logs an actor '
+                     'task that sent nothing for this long as lost.',
+                     lower_bound=1)
 # This implementation's own flags.
 flags.DEFINE_boolean('dynamic_batching', False, 'Merge the actor threads\' '
                      'inference calls into one forward pass: pays with many '
@@ -136,6 +159,7 @@ DOMAIN_FLAGS = ('core', 'unroll_length', 'total_environment_frames',
 # keep them.
 RUN_DEFINING_FLAGS = ('level_name', 'agent', 'core', 'full_action_set',
                       'num_action_repeats', 'width', 'height')
+FINISH_GRACE_SECS = 3  # A finished learner still answers actors this long.
 
 Domain = collections.namedtuple(
     'Domain',
@@ -331,15 +355,57 @@ def make_config(flag_values):
     raise UsageError(f'--num_actors={config["num_actors"]} is fewer than '
                      f'the {len(levels)} levels; each level needs an actor')
   config['levels'] = levels
+  config.update(_cluster_settings(flag_values, config))
   return collections.namedtuple('Config', sorted(config))(**config)
 
 
-def build_learner(config, info):
-  """The learner of an agent for `info`, an `EnvironmentInfo`."""
-  agent = agents.Agent(info.num_actions, info.frame_shape, torso=config.agent,
-                       core=config.core,
-                       use_instruction=info.instruction_length > 0,
-                       seed=config.seed)
+_CLUSTER_FLAGS = ('job_name', 'task', 'learner_hosts', 'actor_hosts')
+
+
+def _cluster_settings(flag_values, config):
+  """job_name, task, learner_hosts and actor_hosts (tuples), from the flags
+  or from TF_CONFIG, checked."""
+  tf_config = os.environ.get('TF_CONFIG')
+  try:
+    if tf_config:
+      given = [f'--{name}' for name in _CLUSTER_FLAGS
+               if flag_values[name].present]
+      if given:
+        raise UsageError(f'TF_CONFIG and {", ".join(given)} both describe '
+                         'the cluster; give one of them')
+      cluster, job_name, task = cluster_lib.from_tf_config(tf_config)
+    else:
+      cluster = cluster_lib.from_hosts(config['learner_hosts'],
+                                       config['actor_hosts'])
+      job_name, task = config['job_name'], config['task']
+      if job_name != 'local':
+        cluster_lib.check_task(cluster, job_name, task)
+  except ValueError as error:
+    raise UsageError(error) from None
+  if job_name != 'local':
+    if config['mode'] == 'test':
+      raise UsageError('test mode runs on one machine: drop --job_name')
+    if config['num_actors'] < len(cluster.actors):
+      raise UsageError(f'--num_actors={config["num_actors"]} is fewer than '
+                       f'the {len(cluster.actors)} actor tasks')
+    if config['batch_size'] % len(cluster.learners):
+      raise UsageError(f'--batch_size={config["batch_size"]} does not split '
+                       f'evenly over {len(cluster.learners)} learners')
+  return dict(job_name=job_name, task=task, learner_hosts=cluster.learners,
+              actor_hosts=cluster.actors)
+
+
+def build_agent(config, info):
+  """The agent for `info`, an `EnvironmentInfo`."""
+  return agents.Agent(info.num_actions, info.frame_shape, torso=config.agent,
+                      core=config.core,
+                      use_instruction=info.instruction_length > 0,
+                      seed=config.seed)
+
+
+def build_learner(config, info, strategy=None):
+  """The learner of an agent for `info`; `strategy`: see `learner.Learner`."""
+  agent = build_agent(config, info)
   hparams = learner_lib.LearnerHParams(
       learning_rate=config.learning_rate,
       total_environment_frames=config.total_environment_frames,
@@ -349,7 +415,8 @@ def build_learner(config, info):
       discounting=config.discounting, baseline_cost=config.baseline_cost,
       entropy_cost=config.entropy_cost,
       reward_clipping=config.reward_clipping)
-  return learner_lib.Learner(agent, hparams, xla=config.xla)
+  return learner_lib.Learner(agent, hparams, xla=config.xla,
+                             strategy=strategy)
 
 
 def check_resumable(config):
@@ -384,75 +451,187 @@ def split_evenly(items, parts):
   return [items[start:end] for start, end in zip(bounds[:-1], bounds[1:])]
 
 
-def train(config, stop=None, print_fn=print):
-  """Trains until `total_environment_frames` or `stop` is set.
+def _start_actors(config, domain, level_names, agent, transport,
+                  on_finished_game, seed):
+  """Actors for `level_names` in `num_actor_threads` threads, acting with
+  `agent` and sending through `transport`; returns (ActorThreads, Policy,
+  environments) once started."""
+  policy = actor_lib.Policy(
+      agent, config.dynamic_batching,
+      minimum_batch_size=config.inference_min_batch_size,
+      maximum_batch_size=len(level_names),
+      timeout_ms=config.inference_timeout_ms)
+  environments_per_thread = [
+      domain.training_environments(config, names, seed + 10_000 * index)
+      for index, names in enumerate(
+          split_evenly(level_names, min(config.num_actor_threads,
+                                        len(level_names))))
+  ]
+  actor_threads = actor_lib.ActorThreads([
+      actor_lib.Actor(
+          env, policy, transport, config.unroll_length,
+          initial_state=tf.nest.map_structure(
+              lambda x: x.numpy(), agent.initial_state(env.num_envs)),
+          num_actions=agent.num_actions, on_finished_game=on_finished_game)
+      for env in environments_per_thread
+  ], transport)
+  actor_threads.start()
+  return actor_threads, policy, environments_per_thread
 
-  Returns a dict with the final frame and update counts.
+
+def _stop_actors(transport, actors):
+  actor_threads, policy, environments_per_thread = actors
+  transport.close()
+  actor_threads.join()
+  policy.close()
+  for env in environments_per_thread:
+    env.close()
+
+
+def actor_level_names(config, task):
+  """The levels actor task `task` plays: its share of the `num_actors`
+  environments, whose levels go round-robin over all of them."""
+  all_level_names = assign_levels(config.levels, config.num_actors)
+  shares = split_evenly(all_level_names, len(config.actor_hosts))
+  return shares[task]
+
+
+def run_actor_task(config, stop, print_fn=print):
+  """An actor job: acts with the newest weights the learner gives, sends
+  trajectories to it, until the learner finishes or `stop` is set.
+
+  Raises:
+    rpc_transport.Unreachable: the learner did not answer within
+      `connect_timeout_secs`.
+  """
+  domain = domain_of(config.levels[0])
+  cluster = cluster_lib.Cluster(config.learner_hosts, config.actor_hosts)
+  level_names = actor_level_names(config, config.task)
+  info = domain.environment_info(config, config.levels[0])
+  agent = build_agent(config, info)
+  address = cluster_lib.learner_of_actor(cluster, config.task)
+  transport = rpc_transport.RemoteTransport(
+      address, config.task,
+      rpc_transport.unroll_spec(agent, config.unroll_length,
+                                info.frame_shape, info.instruction_length),
+      agent.trainable_variables, config.connect_timeout_secs, print_fn)
+  print_fn(f'Actor {config.task} ({config.actor_hosts[config.task]}): '
+           f'{len(level_names)} environments of {config.level_name}, '
+           f'sending to learner {address}.')
+  actors = _start_actors(config, domain, level_names, agent, transport,
+                         transport.add_game, seed=config.seed * 1_000_003 +
+                         7_919 * (config.task + 1))
+  try:
+    while not stop.wait(config.progress_interval_secs):
+      if transport.closed:
+        break
+      print_fn(f'actor {config.task}: {transport.steps_sent:,} steps sent, '
+               f'learner update {transport.version:,}.'
+               if transport.version >= 0 else
+               f'actor {config.task}: waiting for learner {address}.')
+  finally:
+    _stop_actors(transport, actors)
+  unreachable = [error for error in actors[0].errors
+                 if isinstance(error, rpc_transport.Unreachable)]
+  if unreachable:
+    raise unreachable[0]
+  actors[0].check()
+  print_fn(f'actor {config.task}: stopped after {transport.steps_sent:,} '
+           'steps.')
+
+
+def train(config, stop=None, print_fn=print):
+  """Trains until `total_environment_frames` or `stop` is set: on one
+  machine (`job_name` local), or as one task of a distributed run.
+
+  Returns a dict with the final frame and update counts (learners).
   """
   stop = stop or threading.Event()
+  if config.job_name == 'actor':
+    return run_actor_task(config, stop, print_fn)
   levels = config.levels
   domain = domain_of(levels[0])
-  check_resumable(config)
+  distributed = config.job_name == 'learner'
+  num_learners = len(config.learner_hosts) if distributed else 1
+  is_chief = config.task == 0 or not distributed
+  strategy = None
+  if num_learners > 1:
+    # Created first: the strategy configures TensorFlow's runtime.
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(
+        cluster_resolver=cluster_lib.collective_cluster_resolver(
+            cluster_lib.Cluster(config.learner_hosts, config.actor_hosts),
+            config.task),
+        communication_options=tf.distribute.experimental.CommunicationOptions(
+            timeout_seconds=config.connect_timeout_secs))
+  if is_chief:
+    check_resumable(config)
   info = domain.environment_info(config, levels[0])
-  learner = build_learner(config, info)
+  learner = build_learner(config, info, strategy)
   checkpoint = tf.train.Checkpoint(learner=learner)
+  # The first learner keeps the checkpoints; the others start from its
+  # weights.
   manager = tf.train.CheckpointManager(
       checkpoint, os.path.join(config.logdir, 'checkpoints'), max_to_keep=3)
-  if manager.latest_checkpoint:
+  if is_chief and manager.latest_checkpoint:
     checkpoint.restore(manager.latest_checkpoint).assert_consumed()
     print_fn(f'Resuming from {manager.latest_checkpoint} at '
              f'{int(learner.num_environment_frames.numpy()):,} frames.')
+  learner.broadcast_from_first()
   num_updates = int(learner.num_updates.numpy())
   frames = int(learner.num_environment_frames.numpy())
   # Fresh random streams after a restart, not a replay of the first run's.
   tf.random.set_seed(config.seed + num_updates)
   run_seed = config.seed * 1_000_003 + num_updates
 
-  level_names = assign_levels(levels, config.num_actors)
-  transport = transport_lib.LocalTransport(
-      config.queue_capacity, policy_version=lambda: num_updates)
-  policy = actor_lib.Policy(
-      learner.agent, config.dynamic_batching,
-      minimum_batch_size=config.inference_min_batch_size,
-      maximum_batch_size=config.num_actors,
-      timeout_ms=config.inference_timeout_ms)
   game_log = progress.GameLog()
-  environments_per_thread = [
-      domain.training_environments(config, names, run_seed + 10_000 * index)
-      for index, names in enumerate(
-          split_evenly(level_names, min(config.num_actor_threads,
-                                        config.num_actors)))
-  ]
-  actor_threads = actor_lib.ActorThreads([
-      actor_lib.Actor(
-          env, policy, transport, config.unroll_length,
-          initial_state=tf.nest.map_structure(
-              lambda x: x.numpy(), learner.agent.initial_state(env.num_envs)),
-          num_actions=info.num_actions, on_finished_game=game_log.add)
-      for env in environments_per_thread
-  ], transport)
+  if distributed:
+    served = {index: address for index, address in
+              enumerate(config.actor_hosts)
+              if index % num_learners == config.task}
+    try:
+      transport = rpc_transport.LearnerService(
+          config.learner_hosts[config.task],
+          rpc_transport.unroll_spec(learner.agent, config.unroll_length,
+                                    info.frame_shape,
+                                    info.instruction_length),
+          config.queue_capacity, learner.agent.trainable_variables,
+          learner.num_updates, served, game_log.add, print_fn,
+          silence_secs=config.actor_silence_secs)
+    except ValueError as error:
+      raise UsageError(error) from None
+    where = (f'learner {config.task} of {num_learners} on '
+             f'{config.learner_hosts[config.task]}, serving actor tasks '
+             f'{", ".join(str(index) for index in served)}')
+  else:
+    transport = transport_lib.LocalTransport(
+        config.queue_capacity, policy_version=lambda: num_updates)
+    actors = _start_actors(
+        config, domain, assign_levels(levels, config.num_actors),
+        learner.agent, transport, game_log.add, run_seed)
+    where = (f'{config.num_actors} actors in {len(actors[2])} threads')
+  batch_size = config.batch_size // num_learners
   staging_area = staging.StagingArea(
-      transport, config.batch_size,
+      transport, batch_size,
       device='/GPU:0' if tf.config.list_logical_devices('GPU') else None)
-  writer = tf.summary.create_file_writer(config.logdir)
+  writer = tf.summary.create_file_writer(
+      config.logdir if is_chief else os.path.join(
+          config.logdir, f'learner_{config.task}'))
   progress_line = progress.ProgressLine(
       config.total_environment_frames, config.progress_interval_secs,
       print_fn)
   print_fn(f'Training {config.agent} {config.core} agent on '
            f'{config.level_name} ({len(levels)} level'
            f'{"s" if len(levels) > 1 else ""}, {info.num_actions} actions): '
-           f'{config.num_actors} actors in '
-           f'{len(environments_per_thread)} threads, batch '
-           f'{config.batch_size}, unroll {config.unroll_length}, '
+           f'{where}, batch {batch_size}, unroll {config.unroll_length}, '
            f'{config.total_environment_frames:,} frames; logdir '
            f'{config.logdir}.')
-  actor_threads.start()
   last_checkpoint = time.monotonic()
   policy_lags = []
   stats = {}
   progress_line.maybe_print(frames, '')
   try:
-    while frames < config.total_environment_frames and not stop.is_set():
+    while (frames < config.total_environment_frames and
+           not learner.any_learner(stop.is_set())):
       batch = staging_area.get()
       stats = learner.train_step(batch)
       policy_lags.append(num_updates - batch.policy_version.mean())
@@ -478,29 +657,45 @@ def train(config, stop=None, print_fn=print):
         if summary:
           progress.write_scalars(writer, frames, summary, 'human_normalized')
         policy_lags = []
-      if time.monotonic() - last_checkpoint > config.checkpoint_interval_secs:
+      if (is_chief and time.monotonic() - last_checkpoint >
+          config.checkpoint_interval_secs):
         manager.save(checkpoint_number=num_updates)
         last_checkpoint = time.monotonic()
   except transport_lib.Closed:
-    actor_threads.check()  # An actor crashed: say so.
+    if not distributed:
+      actors[0].check()  # An actor crashed: say so.
   finally:
     if stop.is_set():
       print_fn('Stop requested: writing a checkpoint.')
-    transport.close()
-    actor_threads.join()
-    policy.close()
-    for env in environments_per_thread:
-      env.close()
-  manager.save(checkpoint_number=num_updates)
+    if distributed:
+      if frames >= config.total_environment_frames:
+        # Actors that ask in time stop; a learner only stopped (to be
+        # restarted) leaves them retrying.
+        transport.finish()
+        time.sleep(FINISH_GRACE_SECS)
+      transport.close()
+    else:
+      _stop_actors(transport, actors)
+  if is_chief:
+    manager.save(checkpoint_number=num_updates)
   writer.flush()
-  print_fn(f'Stopped at {frames:,} frames, {num_updates:,} updates; '
-           f'checkpoint {manager.latest_checkpoint}.')
+  print_fn(f'Stopped at {frames:,} frames, {num_updates:,} updates; ' + (
+      f'checkpoint {manager.latest_checkpoint}' if is_chief else
+      'checkpoints are the first learner\'s') +
+           f'; weights fingerprint {weights_fingerprint(learner.agent):.6f}.')
   recent_means = game_log.recent_means()
   return {'frames': frames, 'updates': num_updates,
           'last_stats': {name: float(value) for name, value in stats.items()},
           'recent_returns': recent_means,
           'human_normalized': progress.human_normalized_summary(
               recent_means, levels, domain.benchmark)}
+
+
+def weights_fingerprint(agent):
+  """The sum of the agent's weights' absolute values: equal on learners
+  that hold one set of weights."""
+  return float(sum(tf.reduce_sum(tf.abs(tf.cast(v, tf.float64)))
+                   for v in agent.trainable_variables))
 
 
 def evaluate(config, print_fn=print):
@@ -596,6 +791,9 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {" ".join(argv[1:])}')
   sys.stdout.reconfigure(line_buffering=True)  # Progress shows at once.
+  # TensorFlow's INFO lines (a line per collective, per checkpoint shard)
+  # would drown the progress lines.
+  logging.set_verbosity(logging.WARNING)
   try:
     config = make_config(FLAGS)
     if config.mode == 'train':
@@ -613,7 +811,7 @@ def main(argv):
       train(config, stop)
     else:
       evaluate(config)
-  except UsageError as error:
+  except (UsageError, rpc_transport.Unreachable) as error:
     sys.exit(f'impala_tf: error: {error}')
 
 

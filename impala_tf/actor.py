@@ -62,8 +62,8 @@ class Policy:
 class Actor:
   """Steps a `BatchedEnvironment` and sends its unrolls through a transport.
 
-  Every unroll is one `Trajectory` over the N environments, split into N
-  single-environment trajectories for the learner's queue.
+  Every unroll is one `Trajectory` over the N environments; the transport
+  splits it into N single-environment trajectories for the learner's queue.
   """
 
   def __init__(self, environment, policy, transport, unroll_length,
@@ -115,8 +115,7 @@ class Actor:
                                            *env_outputs),
             agent_outputs=tree.map_structure(lambda *xs: np.stack(xs),
                                              *agent_outputs))
-        for trajectory in trajectory_lib.split(unroll):
-          self._transport.send(trajectory)
+        self._transport.send(unroll)
     except transport_lib.Closed:
       return
 
@@ -144,6 +143,11 @@ class ActorThreads:
   def start(self):
     for thread in self._threads:
       thread.start()
+
+  @property
+  def errors(self):
+    """The exceptions that ended actor threads."""
+    return list(self._errors)
 
   def check(self):
     """Raises the first actor error, if any."""

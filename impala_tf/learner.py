@@ -70,7 +70,20 @@ class RMSProp(tf.Module):
 class Learner(tf.Module):
   """Trains an `agents.Agent` on batches of trajectories with V-trace."""
 
-  def __init__(self, agent, hparams, xla=False, name='learner'):
+  def __init__(self, agent, hparams, xla=False, strategy=None,
+               name='learner'):
+    """
+    Args:
+      agent: `agents.Agent`.
+      hparams: `LearnerHParams`.
+      xla: compile the loss and gradients with XLA.
+      strategy: None, or a `tf.distribute.MultiWorkerMirroredStrategy` over
+        synchronous learners (one replica each): each computes gradients on
+        its own batch, their sum is all-reduced, and every learner applies
+        the same update to its own copy of the variables, which therefore
+        stay one set of weights (after `broadcast_from_first`).
+      name: module name.
+    """
     super().__init__(name=name)
     self.agent = agent
     self.hparams = hparams
@@ -83,7 +96,15 @@ class Learner(tf.Module):
           0, dtype=tf.int64, trainable=False, name='num_updates')
     # XLA cannot compile cuDNN's LSTM kernel; on a GPU without XLA use it.
     self._use_cudnn = bool(tf.config.list_logical_devices('GPU')) and not xla
-    self._compiled_step = tf.function(self._train_step, jit_compile=xla)
+    self._strategy = strategy
+    if strategy is None:
+      self._compiled_step = tf.function(self._train_step, jit_compile=xla)
+    else:
+      # Collectives stay outside XLA.
+      self._compiled_gradients = tf.function(self._gradients,
+                                             jit_compile=xla)
+      self._compiled_step = tf.function(self._synchronous_step)
+      self._any_learner = tf.function(self._any_learner_step)
 
   def train_step(self, trajectory):
     """One RMSProp update on a batch `Trajectory` `[T + 1, B]`.
@@ -149,24 +170,91 @@ class Learner(tf.Module):
             tf.exp(vtrace_returns.log_rhos)),
     }
 
-  def _train_step(self, agent_state, env_outputs, agent_outputs):
+  def _gradients(self, agent_state, env_outputs, agent_outputs):
+    """(gradients, diagnostics, environment frames) of a batch."""
     trajectory = trajectory_lib.Trajectory(
         level_name=None, policy_version=None, agent_state=agent_state,
         env_outputs=env_outputs, agent_outputs=agent_outputs)
-    learning_rate = self.learning_rate()
-    variables = self.agent.trainable_variables
     with tf.GradientTape() as tape:
       total_loss, stats = self.loss(trajectory)
-    gradients = tape.gradient(total_loss, variables)
+    gradients = tape.gradient(total_loss, self.agent.trainable_variables)
+    unroll_length = env_outputs.reward.shape[0] - 1
+    batch_size = env_outputs.reward.shape[1]
+    frames = tf.constant(
+        unroll_length * batch_size * self.hparams.num_action_repeats,
+        tf.int64)
+    return gradients, stats, frames
+
+  def _apply(self, gradients, frames):
+    """Clips and applies the gradients; counts the frames and the update."""
+    learning_rate = self.learning_rate()
     gradient_norm = tf.linalg.global_norm(gradients)
     if self.hparams.max_grad_norm:
       gradients, _ = tf.clip_by_global_norm(
           gradients, self.hparams.max_grad_norm, use_norm=gradient_norm)
-    self.optimizer.apply(gradients, variables, learning_rate)
-    unroll_length = trajectory.env_outputs.reward.shape[0] - 1
-    batch_size = trajectory.env_outputs.reward.shape[1]
-    self.num_environment_frames.assign_add(
-        unroll_length * batch_size * self.hparams.num_action_repeats)
+    self.optimizer.apply(gradients, self.agent.trainable_variables,
+                         learning_rate)
+    self.num_environment_frames.assign_add(frames)
     self.num_updates.assign_add(1)
-    stats.update(learning_rate=learning_rate, gradient_norm=gradient_norm)
+    return {'learning_rate': learning_rate, 'gradient_norm': gradient_norm}
+
+  def _train_step(self, agent_state, env_outputs, agent_outputs):
+    gradients, stats, frames = self._gradients(agent_state, env_outputs,
+                                               agent_outputs)
+    stats.update(self._apply(gradients, frames))
     return stats
+
+  def _synchronous_step(self, agent_state, env_outputs, agent_outputs):
+    def replica_step(agent_state, env_outputs, agent_outputs):
+      gradients, stats, frames = self._compiled_gradients(
+          agent_state, env_outputs, agent_outputs)
+      context = tf.distribute.get_replica_context()
+      # The losses are sums over the batch: summed gradients are those of
+      # the learners' batches taken as one.
+      gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+      frames = context.all_reduce(tf.distribute.ReduceOp.SUM, frames)
+      stats.update(self._apply(gradients, frames))
+      return stats
+
+    return self._strategy.run(replica_step,
+                              args=(agent_state, env_outputs, agent_outputs))
+
+  def broadcast_from_first(self):
+    """Synchronous learners: every variable (weights, optimiser state,
+    counters) takes the first learner's value, e.g. the checkpoint it
+    restored. Every learner must call it."""
+    if self._strategy is None:
+      return
+
+    @tf.function
+    def broadcast():
+      def replica_fn():
+        context = tf.distribute.get_replica_context()
+        is_first = tf.equal(context.replica_id_in_sync_group, 0)
+        # One all-reduce per dtype (one may not mix them).
+        for dtype in {variable.dtype for variable in self.variables}:
+          variables = [v for v in self.variables if v.dtype == dtype]
+          mine = [tf.where(is_first, v, tf.zeros_like(v)) for v in variables]
+          for variable, value in zip(variables, context.all_reduce(
+              tf.distribute.ReduceOp.SUM, mine)):
+            variable.assign(value)
+
+      self._strategy.run(replica_fn)
+
+    broadcast()
+
+  def any_learner(self, flag):
+    """Whether `flag` (bool) is set on any synchronous learner (each must
+    call it at the same step); with one learner, `flag`."""
+    if self._strategy is None:
+      return flag
+    return bool(self._any_learner(tf.constant(float(flag))))
+
+  def _any_learner_step(self, flag):
+    def replica_fn(flag):
+      # A tensor made in the replica: an argument has no device to reduce
+      # to.
+      return tf.distribute.get_replica_context().all_reduce(
+          tf.distribute.ReduceOp.SUM, tf.identity(flag)) > 0
+
+    return self._strategy.run(replica_fn, args=(flag,))

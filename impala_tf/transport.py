@@ -1,15 +1,17 @@
 """The one interface between actors and the learner.
 
-Actors call `send` with each trajectory and `policy_version` to learn which
-learner update their weights come from; the learner calls `receive`. Here
-both sides live in one process: a bounded queue, and weights that actors
-read straight from the learner's variables (as the paper's single-machine
-setup). The distributed transport puts TensorFlow's runtime behind the same
-methods.
+Actors call `policy_version` before each unroll, to bring their weights up
+to date and learn which learner update they come from, and `send` with each
+unroll; the learner calls `receive`. Here both sides live in one process: a
+bounded queue, and weights that actors read straight from the learner's
+variables (as the paper's single-machine setup). `rpc_transport` puts
+TensorFlow's RPC behind the same methods.
 """
 
 import queue
 import threading
+
+from impala_tf import trajectory as trajectory_lib
 
 
 class Closed(Exception):
@@ -28,19 +30,22 @@ class LocalTransport:
     self._policy_version = policy_version
     self._closed = threading.Event()
 
-  def send(self, trajectory):
-    """Actor side: queues one trajectory, blocking while the queue is full."""
-    while True:
-      if self._closed.is_set():
-        raise Closed()
-      try:
-        self._queue.put(trajectory, timeout=self.POLL_SECONDS)
-        return
-      except queue.Full:
-        pass
+  def send(self, unroll):
+    """Actor side: queues the N trajectories of an unroll `[T + 1, N]`,
+    blocking while the queue is full."""
+    for trajectory in trajectory_lib.split(unroll):
+      while True:
+        if self._closed.is_set():
+          raise Closed()
+        try:
+          self._queue.put(trajectory, timeout=self.POLL_SECONDS)
+          break
+        except queue.Full:
+          pass
 
   def policy_version(self):
-    """Actor side: the learner update the acting weights come from."""
+    """Actor side: the learner update the acting weights come from (here
+    the learner's own variables: always the newest)."""
     return int(self._policy_version())
 
   def receive(self, count):

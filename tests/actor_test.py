@@ -90,22 +90,34 @@ class ActorTest(tf.test.TestCase):
     self.assertTrue(trajectories[0].env_outputs.done[0])
 
 
+def labelled_unroll(level_names):
+  """A random unroll of len(level_names) environments, for queue tests."""
+  agent = agents.Agent(catch.NUM_ACTIONS, catch.observation_shape(catch.ROWS),
+                       core='feedforward')
+  unroll = trajectory_lib.random_trajectory(
+      np.random.default_rng(0), agent, unroll_length=2,
+      batch_size=len(level_names), num_actions=catch.NUM_ACTIONS,
+      observation_shape=catch.observation_shape(catch.ROWS))
+  return unroll._replace(level_name=np.array(level_names))
+
+
 class TransportTest(tf.test.TestCase):
 
   def test_bounded_queue_and_close(self):
     transport = transport_lib.LocalTransport(capacity=2,
                                              policy_version=lambda: 0)
-    transport.send('a')
-    transport.send('b')
+    transport.send(labelled_unroll(['a', 'b']))  # Split in two.
     self.assertEqual(1.0, transport.fill())
-    blocked = threading.Thread(target=transport.send, args=('c',))
+    blocked = threading.Thread(target=transport.send,
+                               args=(labelled_unroll(['c']),))
     blocked.start()
     blocked.join(timeout=0.5)
     self.assertTrue(blocked.is_alive())  # Full: the sender waits.
-    self.assertEqual(['a', 'b'], transport.receive(2))
+    self.assertEqual(['a', 'b'],
+                     [t.level_name for t in transport.receive(2)])
     blocked.join(timeout=5)  # 'c' got in once there was room.
     self.assertFalse(blocked.is_alive())
-    self.assertEqual(['c'], transport.receive(1))
+    self.assertEqual(['c'], [t.level_name for t in transport.receive(1)])
     # A receiver blocked on an empty queue is woken by close.
     errors = []
 
@@ -121,7 +133,7 @@ class TransportTest(tf.test.TestCase):
     waiting.join(timeout=5)
     self.assertLen(errors, 1)
     with self.assertRaises(transport_lib.Closed):
-      transport.send('d')
+      transport.send(labelled_unroll(['d']))
 
 
 class StagingTest(tf.test.TestCase):
@@ -138,8 +150,7 @@ class StagingTest(tf.test.TestCase):
         policy_version=np.arange(6))
     transport = transport_lib.LocalTransport(capacity=6,
                                              policy_version=lambda: 0)
-    for trajectory in trajectory_lib.split(unroll):
-      transport.send(trajectory)
+    transport.send(unroll)
     staging_area = staging.StagingArea(transport, batch_size=3)
     first, second = staging_area.get(), staging_area.get()
     self.assertIsInstance(first.env_outputs.frame, tf.Tensor)

@@ -1,0 +1,185 @@
+r"""A distributed run on this machine over loopback: learner and actor jobs
+as separate processes, as they would run on separate machines.
+
+  .venv/bin/python launch.py --num_actor_tasks=2 --level_name=atari/pong \
+      --logdir=logs/pong_distributed
+
+starts `experiment.py --job_name=learner` (or `--num_learners` synchronous
+learners) and `--num_actor_tasks` actor jobs on ports from `--base_port`,
+forwarding every other flag to them. It shows the first learner's output;
+each process's output goes to `<logdir>/launch/<job>_<task>.log`. A process
+that dies (killed, crashed) is started again, up to `--max_restarts` times
+per task: a learner resumes from its checkpoint and the actors reconnect by
+themselves. Ctrl-C stops them all (the learner writes a checkpoint).
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from absl import app
+from absl import flags
+
+import experiment
+
+flags.DEFINE_integer('num_learners', 1, 'Synchronous learner processes.',
+                     lower_bound=1)
+flags.DEFINE_integer('num_actor_tasks', 2, 'Actor processes; --num_actors '
+                     'environments are split over them.', lower_bound=1)
+flags.DEFINE_integer('base_port', 8000, 'First loopback port: learner i '
+                     'takes base_port + 2i (and the next port), the actors '
+                     'the ports after.', lower_bound=1, upper_bound=65000)
+flags.DEFINE_integer('max_restarts', 3, 'Restarts of each task after it '
+                     'died.', lower_bound=0)
+FLAGS = flags.FLAGS
+
+LAUNCHER_FLAGS = ('num_learners', 'num_actor_tasks', 'base_port',
+                  'max_restarts')
+STOP_GRACE_SECS = 60  # For the learner's last checkpoint.
+
+
+def _free(port):
+  with socket.socket() as probe:
+    try:
+      probe.bind(('localhost', port))
+      return True
+    except OSError:
+      return False
+
+
+class Task:
+  """One experiment.py process, restarted when it dies."""
+
+  def __init__(self, job_name, index, argv, log_path, echo):
+    self.job_name = job_name
+    self.index = index
+    self._argv = argv
+    self._log_path = log_path
+    self._echo = echo
+    self.restarts = 0
+    self.process = None
+
+  @property
+  def name(self):
+    return f'{self.job_name} {self.index}'
+
+  def start(self):
+    log = open(self._log_path, 'ab')  # pylint: disable=consider-using-with
+    # A session of its own: Ctrl-C reaches the launcher, which stops the
+    # tasks in order.
+    self.process = subprocess.Popen(
+        self._argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    threading.Thread(target=self._copy, args=(self.process, log),
+                     daemon=True).start()
+
+  def _copy(self, process, log):
+    for line in process.stdout:
+      log.write(line)
+      log.flush()
+      if self._echo:
+        sys.stdout.buffer.write(line)
+        sys.stdout.flush()
+    log.close()
+
+  def signal(self, signum):
+    if self.process and self.process.poll() is None:
+      self.process.send_signal(signum)
+
+
+def _launch(argv):
+  config = experiment.make_config(FLAGS)  # Bad flags: one line, here.
+  if config.job_name != 'local':
+    raise experiment.UsageError('launch.py assigns the jobs: drop '
+                                '--job_name, --task and TF_CONFIG')
+  learner_ports = [FLAGS.base_port + 2 * i for i in range(FLAGS.num_learners)]
+  actor_ports = [learner_ports[-1] + 2 + j
+                 for j in range(FLAGS.num_actor_tasks)]
+  busy = [port for port in learner_ports + actor_ports +
+          [p + 1 for p in learner_ports] if not _free(port)]
+  if busy:
+    raise experiment.UsageError(f'port {busy[0]} is in use; choose another '
+                                '--base_port')
+  del argv  # absl keeps only positional arguments; forward the flags.
+  forwarded = [arg for arg in sys.argv[1:] if not any(
+      arg.lstrip('-').split('=')[0] in (name, 'no' + name)
+      for name in LAUNCHER_FLAGS)]
+  cluster = [
+      '--learner_hosts=' + ','.join(f'localhost:{p}' for p in learner_ports),
+      '--actor_hosts=' + ','.join(f'localhost:{p}' for p in actor_ports),
+  ]
+  log_dir = os.path.join(config.logdir, 'launch')
+  os.makedirs(log_dir, exist_ok=True)
+  script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        'experiment.py')
+  tasks = [
+      Task(job_name, index,
+           [sys.executable, script] + forwarded + cluster +
+           [f'--job_name={job_name}', f'--task={index}'],
+           os.path.join(log_dir, f'{job_name}_{index}.log'),
+           echo=(job_name, index) == ('learner', 0))
+      for job_name, count in (('learner', FLAGS.num_learners),
+                              ('actor', FLAGS.num_actor_tasks))
+      for index in range(count)
+  ]
+  print(f'launch: {FLAGS.num_learners} learner(s) on ports {learner_ports}, '
+        f'{FLAGS.num_actor_tasks} actor task(s); logs in {log_dir}.',
+        flush=True)
+  for task in tasks:
+    task.start()
+
+  stop = threading.Event()
+
+  def request_stop(signum, frame):
+    del signum, frame
+    stop.set()
+
+  signal.signal(signal.SIGINT, request_stop)
+  signal.signal(signal.SIGTERM, request_stop)
+  learners = [task for task in tasks if task.job_name == 'learner']
+  status = 0
+  while not stop.wait(0.5):
+    if all(task.process.poll() == 0 for task in learners):
+      break  # Training done.
+    for task in tasks:
+      code = task.process.poll()
+      if code is None or (code == 0 and task.job_name == 'actor'):
+        continue
+      if task.restarts >= FLAGS.max_restarts:
+        print(f'launch: {task.name} exited ({code}) {task.restarts} times; '
+              'stopping.', flush=True)
+        stop.set()
+        status = 1
+        break
+      task.restarts += 1
+      print(f'launch: {task.name} exited ({code}); starting it again '
+            f'({task.restarts} of {FLAGS.max_restarts}).', flush=True)
+      task.start()
+  # Learners first (they checkpoint), then the actors.
+  for group in (learners, [t for t in tasks if t.job_name == 'actor']):
+    for task in group:
+      task.signal(signal.SIGINT)
+    deadline = time.monotonic() + STOP_GRACE_SECS
+    for task in group:
+      try:
+        task.process.wait(max(0.0, deadline - time.monotonic()))
+      except subprocess.TimeoutExpired:
+        task.process.kill()
+        task.process.wait()
+  print('launch: all tasks stopped.', flush=True)
+  return status
+
+
+def main(argv):
+  try:
+    sys.exit(_launch(argv))
+  except experiment.UsageError as error:
+    sys.exit(f'launch: error: {error}')
+
+
+if __name__ == '__main__':
+  app.run(main)
