@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 BAZEL_ENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH"
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: train test pytest benchmark bazel
+.PHONY: train distributed test pytest benchmark bazel
 
 # The default job: the paper's shallow Atari agent on Pong. Ctrl-C writes a
 # checkpoint; running it again resumes.
@@ -16,13 +16,20 @@ TRAIN_ARGS ?= --level_name=atari/pong --logdir=logs/atari_pong \
 train: $(STAMP)
 	$(PYTHON) experiment.py $(TRAIN_ARGS) $(ARGS)
 
+# The same job as learner and actor processes over loopback (launch.py).
+DISTRIBUTED_ARGS ?= --level_name=atari/pong \
+	--logdir=logs/atari_pong_distributed --total_environment_frames=2e7
+
+distributed: $(STAMP)
+	$(PYTHON) launch.py $(DISTRIBUTED_ARGS) $(ARGS)
+
 test: $(STAMP) bazel
 	$(BAZEL_ENV) bazel test //... --test_output=errors --local_test_jobs=2
 
 pytest: $(STAMP)
 	$(PYTHON) -m pytest -q tests
 
-# make benchmark [BENCHMARK=throughput|learner_step] [ARGS=...]
+# make benchmark [BENCHMARK=throughput|learner_step|distributed] [ARGS=...]
 BENCHMARK ?= throughput
 
 benchmark: $(STAMP)

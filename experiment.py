@@ -19,6 +19,15 @@ Evaluate the latest checkpoint with the test protocol:
   .venv/bin/python experiment.py --mode=test --level_name=atari/pong \
       --logdir=logs/pong --test_num_episodes=10
 
+The same run as separate jobs (the paper's layout; TF_CONFIG may replace
+the host and job flags), each process with the same flags:
+
+  .venv/bin/python experiment.py --job_name=learner --task=0 \
+      --learner_hosts=hostA:8000 --actor_hosts=hostB:8001,hostC:8001 ...
+  .venv/bin/python experiment.py --job_name=actor --task=1 ...  # on hostC
+
+or all of them on this machine: launch.py.
+
 Flags left unset take the paper's values for the level's domain (Atari:
 Table G.1; DMLab: the official DMLab-30 run; see DOMAINS).
 """

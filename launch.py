@@ -44,6 +44,8 @@ STOP_GRACE_SECS = 60  # For the learner's last checkpoint.
 
 def _free(port):
   with socket.socket() as probe:
+    # As servers bind: a port left in TIME_WAIT by an earlier run is free.
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
       probe.bind(('localhost', port))
       return True

@@ -1,0 +1,120 @@
+r"""Distributed training on loopback against one process (a benchmark, not a
+test).
+
+Each configuration trains Pong (shallow feed-forward agent, unroll 20,
+batch 32, the same `--num_actors` environments) in fresh processes for
+`--seconds` after a warm-up, and prints one JSON line with the learner's
+frames/s and its ratio to the single-process run:
+
+  * local: experiment.py, actors as threads of the learner's process;
+  * distributed_1_learner: launch.py, one learner and `--num_actor_tasks`
+    actor processes talking over TensorFlow's RPC;
+  * distributed_2_learners: the same with two synchronous learners (each
+    half the batch; gradients all-reduced).
+
+  .venv/bin/python benchmarks/distributed.py [--seconds=60] [--only=NAME]
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from absl import app
+from absl import flags
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+flags.DEFINE_float('seconds', 60.0, 'Measured seconds per configuration.')
+flags.DEFINE_float('warmup_seconds', 30.0, 'Seconds before measuring.')
+flags.DEFINE_integer('num_actors', 64, 'Environments in every '
+                     'configuration.')
+flags.DEFINE_integer('num_actor_tasks', 2, 'Actor processes of the '
+                     'distributed configurations.')
+flags.DEFINE_list('only', [], 'Run only these configurations.')
+FLAGS = flags.FLAGS
+
+PROGRESS = re.compile(r'^frames ([\d,]+) / ')
+
+
+def configurations():
+  common = ['--level_name=atari/pong', '--agent=shallow',
+            '--core=feedforward', '--unroll_length=20', '--batch_size=32',
+            f'--num_actors={FLAGS.num_actors}',
+            '--total_environment_frames=1e10', '--progress_interval_secs=5']
+  launch = ['launch.py', f'--num_actor_tasks={FLAGS.num_actor_tasks}',
+            '--base_port=8400']
+  return {
+      'local': ['experiment.py', '--num_actor_threads=2'] + common,
+      'distributed_1_learner': launch + ['--num_learners=1'] + common,
+      'distributed_2_learners': launch + ['--num_learners=2'] + common,
+  }
+
+
+def measure(args):
+  """Frames/s of the (first) learner between the warm-up and its end."""
+  logdir = tempfile.mkdtemp()
+  errors = open(os.path.join(logdir, 'stderr'), 'w+')  # pylint: disable=consider-using-with
+  process = subprocess.Popen(
+      [sys.executable] + args + [f'--logdir={logdir}'], cwd=REPO_ROOT,
+      stdout=subprocess.PIPE, stderr=errors, text=True)
+  points = []  # (seconds since start, frames)
+  started = time.monotonic()
+
+  def read():
+    for line in process.stdout:
+      match = PROGRESS.match(line)
+      if match:
+        points.append((time.monotonic() - started,
+                       int(match.group(1).replace(',', ''))))
+
+  reader = threading.Thread(target=read, daemon=True)
+  reader.start()
+  time.sleep(FLAGS.warmup_seconds + FLAGS.seconds)
+  process.send_signal(signal.SIGINT)
+  process.wait(120)
+  reader.join(10)
+  errors.seek(0)
+  last_error = (errors.read().strip().splitlines() or [''])[-1]
+  errors.close()
+  shutil.rmtree(logdir, ignore_errors=True)
+  window = [(t, f) for t, f in points if t >= FLAGS.warmup_seconds]
+  if len(window) < 2:
+    raise RuntimeError(f'{args[0]} printed no progress: {last_error}')
+  (t0, f0), (t1, f1) = window[0], window[-1]
+  return (f1 - f0) / (t1 - t0)
+
+
+def main(argv):
+  del argv
+  results = {}
+  for name, args in configurations().items():
+    if FLAGS.only and name not in FLAGS.only:
+      continue
+    try:
+      fps = measure(args)
+    except RuntimeError as error:
+      print(json.dumps({'configuration': name, 'error': str(error)}),
+            flush=True)
+      continue
+    results[name] = fps
+    local = results.get('local')
+    print(json.dumps({
+        'configuration': name,
+        'frames_per_second': round(fps),
+        'vs_local': round(fps / local, 3) if local else None,
+        'num_actors': FLAGS.num_actors,
+        'num_actor_tasks': (None if name == 'local' else
+                            FLAGS.num_actor_tasks),
+        'seconds': FLAGS.seconds,
+    }), flush=True)
+
+
+if __name__ == '__main__':
+  app.run(main)
