@@ -232,7 +232,8 @@ def _atari_training_environments(config, level_names, seed):
 def _dmlab_check_level(level_name):
   dmlab_scores.level_path(level_name)
   if level_name not in dmlab_scores.TRAIN_LEVELS:
-    train_level = level_name.replace('_test', '_train')
+    (train_level,) = [train for train, test in
+                      dmlab_scores.TEST_LEVEL_OF.items() if test == level_name]
     raise ValueError(f'{level_name} is held out for testing: train on '
                      f'{train_level} (test mode plays {level_name} for it)')
   dmlab_environment.check_installed()
@@ -460,41 +461,45 @@ def split_evenly(items, parts):
   return [items[start:end] for start, end in zip(bounds[:-1], bounds[1:])]
 
 
-def _start_actors(config, domain, level_names, agent, transport,
-                  on_finished_game, seed):
+class _Actors:
   """Actors for `level_names` in `num_actor_threads` threads, acting with
-  `agent` and sending through `transport`; returns (ActorThreads, Policy,
-  environments) once started."""
-  policy = actor_lib.Policy(
-      agent, config.dynamic_batching,
-      minimum_batch_size=config.inference_min_batch_size,
-      maximum_batch_size=len(level_names),
-      timeout_ms=config.inference_timeout_ms)
-  environments_per_thread = [
-      domain.training_environments(config, names, seed + 10_000 * index)
-      for index, names in enumerate(
-          split_evenly(level_names, min(config.num_actor_threads,
-                                        len(level_names))))
-  ]
-  actor_threads = actor_lib.ActorThreads([
-      actor_lib.Actor(
-          env, policy, transport, config.unroll_length,
-          initial_state=tf.nest.map_structure(
-              lambda x: x.numpy(), agent.initial_state(env.num_envs)),
-          num_actions=agent.num_actions, on_finished_game=on_finished_game)
-      for env in environments_per_thread
-  ], transport)
-  actor_threads.start()
-  return actor_threads, policy, environments_per_thread
+  `agent` and sending through `transport`; started at once."""
 
+  def __init__(self, config, domain, level_names, agent, transport,
+               on_finished_game, seed):
+    self._transport = transport
+    self._policy = actor_lib.Policy(
+        agent, config.dynamic_batching,
+        minimum_batch_size=config.inference_min_batch_size,
+        maximum_batch_size=len(level_names),
+        timeout_ms=config.inference_timeout_ms)
+    self._environments = [
+        domain.training_environments(config, names, seed + 10_000 * index)
+        for index, names in enumerate(
+            split_evenly(level_names, min(config.num_actor_threads,
+                                          len(level_names))))
+    ]
+    self.threads = actor_lib.ActorThreads([
+        actor_lib.Actor(
+            env, self._policy, transport, config.unroll_length,
+            initial_state=tf.nest.map_structure(
+                lambda x: x.numpy(), agent.initial_state(env.num_envs)),
+            num_actions=agent.num_actions, on_finished_game=on_finished_game)
+        for env in self._environments
+    ], transport)
+    self.threads.start()
 
-def _stop_actors(transport, actors):
-  actor_threads, policy, environments_per_thread = actors
-  transport.close()
-  actor_threads.join()
-  policy.close()
-  for env in environments_per_thread:
-    env.close()
+  @property
+  def num_threads(self):
+    return len(self._environments)
+
+  def stop(self):
+    """Closes the transport, then joins and frees everything."""
+    self._transport.close()
+    self.threads.join()
+    self._policy.close()
+    for env in self._environments:
+      env.close()
 
 
 def actor_level_names(config, task):
@@ -527,9 +532,9 @@ def run_actor_task(config, stop, print_fn=print):
   print_fn(f'Actor {config.task} ({config.actor_hosts[config.task]}): '
            f'{len(level_names)} environments of {config.level_name}, '
            f'sending to learner {address}.')
-  actors = _start_actors(config, domain, level_names, agent, transport,
-                         transport.add_game, seed=config.seed * 1_000_003 +
-                         7_919 * (config.task + 1))
+  actors = _Actors(config, domain, level_names, agent, transport,
+                   transport.add_game,
+                   seed=config.seed * 1_000_003 + 7_919 * (config.task + 1))
   try:
     while not stop.wait(config.progress_interval_secs):
       if transport.closed:
@@ -539,12 +544,12 @@ def run_actor_task(config, stop, print_fn=print):
                if transport.version >= 0 else
                f'actor {config.task}: waiting for learner {address}.')
   finally:
-    _stop_actors(transport, actors)
-  unreachable = [error for error in actors[0].errors
+    actors.stop()
+  unreachable = [error for error in actors.threads.errors
                  if isinstance(error, rpc_transport.Unreachable)]
   if unreachable:
     raise unreachable[0]
-  actors[0].check()
+  actors.threads.check()
   print_fn(f'actor {config.task}: stopped after {transport.steps_sent:,} '
            'steps.')
 
@@ -614,10 +619,10 @@ def train(config, stop=None, print_fn=print):
   else:
     transport = transport_lib.LocalTransport(
         config.queue_capacity, policy_version=lambda: num_updates)
-    actors = _start_actors(
+    actors = _Actors(
         config, domain, assign_levels(levels, config.num_actors),
         learner.agent, transport, game_log.add, run_seed)
-    where = (f'{config.num_actors} actors in {len(actors[2])} threads')
+    where = f'{config.num_actors} actors in {actors.num_threads} threads'
   batch_size = config.batch_size // num_learners
   staging_area = staging.StagingArea(
       transport, batch_size,
@@ -672,7 +677,7 @@ def train(config, stop=None, print_fn=print):
         last_checkpoint = time.monotonic()
   except transport_lib.Closed:
     if not distributed:
-      actors[0].check()  # An actor crashed: say so.
+      actors.threads.check()  # An actor crashed: say so.
   finally:
     if stop.is_set():
       print_fn('Stop requested: writing a checkpoint.')
@@ -684,7 +689,7 @@ def train(config, stop=None, print_fn=print):
         time.sleep(FINISH_GRACE_SECS)
       transport.close()
     else:
-      _stop_actors(transport, actors)
+      actors.stop()
   if is_chief:
     manager.save(checkpoint_number=num_updates)
   writer.flush()

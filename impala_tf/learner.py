@@ -212,8 +212,9 @@ class Learner(tf.Module):
       # The losses are sums over the batch: summed gradients are those of
       # the learners' batches taken as one.
       gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
-      frames = context.all_reduce(tf.distribute.ReduceOp.SUM, frames)
-      stats.update(self._apply(gradients, frames))
+      # Every learner trains on a batch of the same shape.
+      stats.update(self._apply(
+          gradients, frames * context.num_replicas_in_sync))
       return stats
 
     return self._strategy.run(replica_step,

@@ -96,14 +96,23 @@ _GAME_SPECS = [tf.TensorSpec([None], tf.string),  # level_name
                tf.TensorSpec([None], tf.int64)]  # episode_frames
 
 
+def _map_unroll(unroll, per_environment, per_step):
+  """`per_environment` applied to an unroll's `[N, ...]` fields (level
+  name, policy version, core state), `per_step` to its `[T + 1, N, ...]`
+  ones (env and agent outputs); arrays, tensors or specs alike."""
+  return trajectory_lib.Trajectory(
+      level_name=per_environment(unroll.level_name),
+      policy_version=per_environment(unroll.policy_version),
+      agent_state=tree.map_structure(per_environment, unroll.agent_state),
+      env_outputs=tree.map_structure(per_step, unroll.env_outputs),
+      agent_outputs=tree.map_structure(per_step, unroll.agent_outputs))
+
+
 def _batch_major(unroll):
   """[T + 1, N, ...] fields -> [N, T + 1, ...], to enqueue N trajectories."""
-  def swap(x):
-    return tf.transpose(x, [1, 0] + list(range(2, x.shape.rank)))
-
-  return unroll._replace(
-      env_outputs=tree.map_structure(swap, unroll.env_outputs),
-      agent_outputs=tree.map_structure(swap, unroll.agent_outputs))
+  return _map_unroll(
+      unroll, lambda x: x,
+      lambda x: tf.transpose(x, [1, 0] + list(range(2, x.shape.rank))))
 
 
 class LearnerService:
@@ -198,7 +207,6 @@ class LearnerService:
   def receive(self, count):
     """`count` trajectories (numpy, as `trajectory.split` gives), blocking
     until they came; also hands the reported games to `on_finished_game`."""
-    self._report_games()
     try:
       queued = self._queue.dequeue_many(count)
     except (tf.errors.OutOfRangeError, tf.errors.CancelledError):
@@ -262,27 +270,17 @@ class LearnerService:
 
 
 def _batch_major_spec(spec):
-  """The unroll spec with env and agent outputs `[N, T + 1, ...]`."""
-  def swap(s):
-    return tf.TensorSpec((s.shape[1], s.shape[0]) + tuple(s.shape[2:]),
-                         s.dtype)
-
-  return spec._replace(
-      env_outputs=tree.map_structure(swap, spec.env_outputs),
-      agent_outputs=tree.map_structure(swap, spec.agent_outputs))
+  """`_batch_major` of an unroll's specs."""
+  return _map_unroll(
+      spec, lambda s: s,
+      lambda s: tf.TensorSpec((s.shape[1], s.shape[0]) + tuple(s.shape[2:]),
+                              s.dtype))
 
 
 def _environments(unroll, start, stop):
   """Environments [start, stop) of an unroll `Trajectory`."""
-  return unroll._replace(
-      level_name=unroll.level_name[start:stop],
-      policy_version=unroll.policy_version[start:stop],
-      agent_state=tree.map_structure(lambda x: x[start:stop],
-                                     unroll.agent_state),
-      env_outputs=tree.map_structure(lambda x: x[:, start:stop],
-                                     unroll.env_outputs),
-      agent_outputs=tree.map_structure(lambda x: x[:, start:stop],
-                                       unroll.agent_outputs))
+  return _map_unroll(unroll, lambda x: x[start:stop],
+                     lambda x: x[:, start:stop])
 
 
 def _first_line(error):
