@@ -57,7 +57,10 @@ class RMSProp(tf.Module):
       ]
 
   def apply(self, gradients, variables, learning_rate):
-    """Applies one update; `gradients` and `variables` are aligned lists."""
+    """Applies one update; `gradients` and `variables` are aligned lists.
+
+    Returns the global norm of the step taken (scalar float32).
+    """
     for gradient, variable, mean_square, moment in zip(
         gradients, variables, self.mean_squares, self.moments):
       mean_square.assign(self._decay * mean_square +
@@ -65,6 +68,14 @@ class RMSProp(tf.Module):
       moment.assign(self._momentum * moment + learning_rate * gradient *
                     tf.math.rsqrt(mean_square + self._epsilon))
       variable.assign_sub(moment)
+    return tf.linalg.global_norm(self.moments)
+
+
+def explained_variance(targets, predictions):
+  """1 - Var(targets - predictions) / Var(targets): 1 for a perfect
+  baseline, 0 for one no better than the targets' mean, `[T, B]` each."""
+  return 1.0 - tf.math.reduce_variance(targets - predictions) / tf.maximum(
+      tf.math.reduce_variance(targets), 1e-8)
 
 
 class Learner(tf.Module):
@@ -162,6 +173,9 @@ class Learner(tf.Module):
         hparams.entropy_cost * entropy_loss)
     num_steps = tf.cast(tf.size(values), tf.float32)
     return total_loss, {
+        'baseline_explained_variance': explained_variance(
+            vtrace_returns.vs, values),
+        'advantage_std': tf.math.reduce_std(vtrace_returns.pg_advantages),
         'total_loss': total_loss,
         'policy_gradient_loss': policy_gradient_loss,
         'baseline_loss': baseline_loss,
@@ -192,11 +206,17 @@ class Learner(tf.Module):
     if self.hparams.max_grad_norm:
       gradients, _ = tf.clip_by_global_norm(
           gradients, self.hparams.max_grad_norm, use_norm=gradient_norm)
-    self.optimizer.apply(gradients, self.agent.trainable_variables,
-                         learning_rate)
+    step_norm = self.optimizer.apply(
+        gradients, self.agent.trainable_variables, learning_rate)
     self.num_environment_frames.assign_add(frames)
     self.num_updates.assign_add(1)
-    return {'learning_rate': learning_rate, 'gradient_norm': gradient_norm}
+    return {
+        'learning_rate': learning_rate,
+        'gradient_norm': gradient_norm,
+        # How far one update moves the weights, relative to their size.
+        'update_to_weight_ratio': step_norm / tf.linalg.global_norm(
+            self.agent.trainable_variables),
+    }
 
   def _train_step(self, agent_state, env_outputs, agent_outputs):
     gradients, stats, frames = self._gradients(agent_state, env_outputs,

@@ -151,6 +151,29 @@ class LearnerTest(tf.test.TestCase):
     for clipped, expected in zip(clipped_agent.trainable_variables, variables):
       self.assertAllClose(expected, clipped, atol=1e-6)
 
+  def test_diagnostics_against_numpy(self):
+    agent = make_agent('feedforward')
+    batch = fixed_batch(agent)
+    learner = learner_lib.Learner(agent, make_hparams())
+    before = [v.numpy() for v in agent.trainable_variables]
+    stats = learner.train_step(batch)
+    after = [v.numpy() for v in agent.trainable_variables]
+    step = np.sqrt(sum(np.sum((a - b)**2) for a, b in zip(after, before)))
+    weights = np.sqrt(sum(np.sum(a**2) for a in after))
+    self.assertGreater(step, 0)
+    self.assertAllClose(step / weights, stats['update_to_weight_ratio'],
+                        rtol=1e-3)
+
+  def test_explained_variance(self):
+    targets = np.array([[1.0, 2.0], [3.0, 5.0]], np.float32)
+    self.assertAllClose(1.0, learner_lib.explained_variance(targets, targets))
+    self.assertAllClose(0.0, learner_lib.explained_variance(
+        targets, np.full_like(targets, targets.mean())), atol=1e-6)
+    predictions = np.array([[0.0, 2.0], [3.0, 4.0]], np.float32)
+    expected = 1 - np.var(targets - predictions) / np.var(targets)
+    self.assertAllClose(expected, learner_lib.explained_variance(
+        targets, predictions), rtol=1e-5)
+
 
 if __name__ == '__main__':
   tf.test.main()

@@ -1,0 +1,139 @@
+"""Learning curves from a run's TensorBoard events: return against frames as
+CSV and PNG, the form every learning claim in `docs/` takes.
+
+  python -m impala_tf.curves LOGDIR [LOGDIR ...] --level=atari/pong \
+      --output=docs/pong_curve   # writes docs/pong_curve.csv and .png
+
+Each LOGDIR is one run; its label in the plot is the folder's name.
+"""
+
+import collections
+import glob
+import io
+import os
+import sys
+
+from absl import app
+from absl import flags
+import numpy as np
+
+from impala_tf import output_files
+
+# The window of the running mean, in games (as the progress line's).
+WINDOW_GAMES = 100
+
+Curve = collections.namedtuple(
+    'Curve',
+    [
+        'frames',  # int64 [N]: the frame count at each finished game.
+        'returns',  # float64 [N]: that game's return.
+        'running_mean',  # float64 [N]: mean of the last WINDOW_GAMES games.
+    ])
+
+
+class InputError(Exception):
+  """A log directory the tool cannot use: one line for the user."""
+
+
+def read_scalars(logdir, tag):
+  """[(step, value)] of scalar `tag` in `logdir`'s own event files, sorted
+  by step (runs resumed from a checkpoint append new files)."""
+  import tensorflow as tf  # Only this function needs it.
+  points = []
+  for path in sorted(glob.glob(os.path.join(logdir, 'events.out.tfevents.*'))):
+    for record in tf.data.TFRecordDataset(path):
+      event = tf.compat.v1.Event.FromString(record.numpy())
+      for value in event.summary.value:
+        if value.tag == tag:
+          points.append((event.step, float(tf.make_ndarray(value.tensor))))
+  points.sort(key=lambda point: point[0])
+  return points
+
+
+def curve(points, window=WINDOW_GAMES):
+  """A `Curve` from [(frames, return)] of finished games."""
+  frames = np.array([step for step, _ in points], dtype=np.int64)
+  returns = np.array([value for _, value in points], dtype=np.float64)
+  sums = np.concatenate([[0.0], np.cumsum(returns)])
+  ends = np.arange(1, len(returns) + 1)
+  starts = np.maximum(ends - window, 0)
+  return Curve(frames, returns, (sums[ends] - sums[starts]) / (ends - starts))
+
+
+def frames_to_reach(run_curve, target):
+  """The first frame count at which the running mean is at least `target`,
+  or None."""
+  (indices,) = np.nonzero(run_curve.running_mean >= target)
+  return int(run_curve.frames[indices[0]]) if len(indices) else None
+
+
+def to_csv(curves):
+  """One CSV of {label: Curve}: run, frames, return, running mean."""
+  lines = [f'run,frames,episode_return,mean_last_{WINDOW_GAMES}']
+  for label, run_curve in curves.items():
+    lines += [f'{label},{frames},{value:g},{mean:.3f}' for frames, value, mean
+              in zip(*run_curve)]
+  return '\n'.join(lines) + '\n'
+
+
+def to_png(curves, level):
+  """PNG bytes: each run's running mean return against frames."""
+  import matplotlib  # Only the plot needs it.
+  matplotlib.use('Agg')
+  from matplotlib import pyplot
+  figure, axes = pyplot.subplots(figsize=(8, 5))
+  for label, run_curve in curves.items():
+    axes.plot(run_curve.frames / 1e6, run_curve.running_mean, label=label)
+  axes.set_xlabel('environment frames (millions)')
+  axes.set_ylabel(f'mean return of the last {WINDOW_GAMES} games')
+  axes.set_title(level)
+  axes.grid(alpha=0.3)
+  axes.legend()
+  buffer = io.BytesIO()
+  figure.savefig(buffer, format='png', dpi=100, bbox_inches='tight')
+  pyplot.close(figure)
+  return buffer.getvalue()
+
+
+def load_curves(logdirs, level):
+  """{run label: Curve} for `level`'s games in each log directory."""
+  curves = {}
+  for logdir in logdirs:
+    if not os.path.isdir(logdir):
+      raise InputError(f'{logdir} is not a directory')
+    points = read_scalars(logdir, f'{level}/episode_return')
+    if not points:
+      raise InputError(f'{logdir} has no {level}/episode_return summaries')
+    curves[os.path.basename(os.path.normpath(logdir))] = curve(points)
+  return curves
+
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string('level', 'atari/pong', 'The level whose games to plot.')
+flags.DEFINE_string('output', None, 'Path without extension: .csv and .png '
+                    'are written there.')
+flags.DEFINE_boolean('overwrite', False, 'Replace existing output files.')
+
+
+def main(argv):
+  if len(argv) < 2 or not FLAGS.output:
+    sys.exit('curves: error: give one or more log directories and --output')
+  try:
+    curves = load_curves(argv[1:], FLAGS.level)
+    for extension in ('csv', 'png'):
+      output_files.check_overwrite(f'{FLAGS.output}.{extension}',
+                                   FLAGS.overwrite)
+  except (InputError, FileExistsError) as error:
+    sys.exit(f'curves: error: {error}')
+  output_files.write_atomically(f'{FLAGS.output}.csv', to_csv(curves))
+  output_files.write_atomically(f'{FLAGS.output}.png',
+                                to_png(curves, FLAGS.level))
+  for label, run_curve in curves.items():
+    best = float(np.max(run_curve.running_mean))
+    print(f'{label}: {len(run_curve.returns)} games to '
+          f'{int(run_curve.frames[-1]):,} frames; final running mean '
+          f'{run_curve.running_mean[-1]:.2f}, best {best:.2f}')
+
+
+if __name__ == '__main__':
+  app.run(main)

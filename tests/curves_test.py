@@ -1,0 +1,76 @@
+"""Learning curves: running means against numpy, events read back from a
+real summary writer, the CSV and PNG written, one-line errors."""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from impala_tf import curves
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class CurvesTest(tf.test.TestCase):
+
+  def test_running_mean_over_the_last_games(self):
+    returns = np.arange(250, dtype=np.float64)
+    run_curve = curves.curve([(10 * i, r) for i, r in enumerate(returns)])
+    for index in (0, 5, 99, 100, 249):
+      start = max(0, index + 1 - curves.WINDOW_GAMES)
+      self.assertAllClose(np.mean(returns[start:index + 1]),
+                          run_curve.running_mean[index])
+    self.assertEqual(10 * 249, run_curve.frames[-1])
+
+  def test_frames_to_reach(self):
+    run_curve = curves.curve([(100, -21.0), (200, -1.0), (300, 20.0)],
+                             window=1)
+    self.assertEqual(200, curves.frames_to_reach(run_curve, -5.0))
+    self.assertIsNone(curves.frames_to_reach(run_curve, 21.0))
+
+  def _write_games(self, logdir, games):
+    writer = tf.summary.create_file_writer(logdir)
+    with writer.as_default():
+      for frames, value in games:
+        tf.summary.scalar('atari/pong/episode_return', value, step=frames)
+        tf.summary.scalar('atari/pong/episode_frames', 7.0, step=frames)
+    writer.close()
+
+  def test_reads_events_and_writes_csv_and_png(self):
+    logdir = os.path.join(tempfile.mkdtemp(), 'run_a')
+    games = [(1000 * i, float(i % 3 - 21)) for i in range(1, 31)]
+    self._write_games(logdir, games)
+    self.assertEqual(games, curves.read_scalars(logdir,
+                                                'atari/pong/episode_return'))
+    output = os.path.join(tempfile.mkdtemp(), 'curve')
+    result = subprocess.run(
+        [sys.executable, '-m', 'impala_tf.curves', logdir,
+         f'--output={output}'], capture_output=True, text=True, check=False,
+        timeout=120, cwd=REPO_ROOT)
+    self.assertEqual(0, result.returncode, result.stderr)
+    self.assertIn('run_a: 30 games to 30,000 frames', result.stdout)
+    with open(f'{output}.csv') as f:
+      rows = f.read().splitlines()
+    self.assertLen(rows, 31)
+    self.assertEqual('run_a,30000,-21,-20.000', rows[-1])
+    with open(f'{output}.png', 'rb') as f:
+      self.assertEqual(b'\x89PNG', f.read(4))
+
+  def test_a_run_without_games_is_one_line(self):
+    logdir = tempfile.mkdtemp()
+    result = subprocess.run(
+        [sys.executable, '-m', 'impala_tf.curves', logdir,
+         f'--output={logdir}/out'], capture_output=True, text=True,
+        check=False, timeout=120, cwd=REPO_ROOT)
+    self.assertNotEqual(0, result.returncode)
+    self.assertEqual(
+        f'curves: error: {logdir} has no atari/pong/episode_return summaries',
+        result.stderr.strip().splitlines()[-1])
+    self.assertNotIn('Traceback', result.stderr)
+
+
+if __name__ == '__main__':
+  tf.test.main()
