@@ -98,6 +98,26 @@ def _launch(argv):
   if config.job_name != 'local':
     raise experiment.UsageError('launch.py assigns the jobs: drop '
                                 '--job_name, --task and TF_CONFIG')
+  del argv  # absl keeps only positional arguments; forward the flags.
+  tasks = _tasks(os.path.join(config.logdir, 'launch'))
+  for task in tasks:
+    task.start()
+  stop = threading.Event()
+
+  def request_stop(signum, frame):
+    del signum, frame
+    stop.set()
+
+  signal.signal(signal.SIGINT, request_stop)
+  signal.signal(signal.SIGTERM, request_stop)
+  status = _supervise(tasks, stop)
+  _stop_all(tasks)
+  print('launch: all tasks stopped.', flush=True)
+  return status
+
+
+def _tasks(log_dir):
+  """The learner and actor `Task`s, on free loopback ports."""
   learner_ports = [FLAGS.base_port + 2 * i for i in range(FLAGS.num_learners)]
   actor_ports = [learner_ports[-1] + 2 + j
                  for j in range(FLAGS.num_actor_tasks)]
@@ -106,7 +126,6 @@ def _launch(argv):
   if busy:
     raise experiment.UsageError(f'port {busy[0]} is in use; choose another '
                                 '--base_port')
-  del argv  # absl keeps only positional arguments; forward the flags.
   forwarded = [arg for arg in sys.argv[1:] if not any(
       arg.lstrip('-').split('=')[0] in (name, 'no' + name)
       for name in LAUNCHER_FLAGS)]
@@ -114,11 +133,13 @@ def _launch(argv):
       '--learner_hosts=' + ','.join(f'localhost:{p}' for p in learner_ports),
       '--actor_hosts=' + ','.join(f'localhost:{p}' for p in actor_ports),
   ]
-  log_dir = os.path.join(config.logdir, 'launch')
   os.makedirs(log_dir, exist_ok=True)
   script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                         'experiment.py')
-  tasks = [
+  print(f'launch: {FLAGS.num_learners} learner(s) on ports {learner_ports}, '
+        f'{FLAGS.num_actor_tasks} actor task(s); logs in {log_dir}.',
+        flush=True)
+  return [
       Task(job_name, index,
            [sys.executable, script] + forwarded + cluster +
            [f'--job_name={job_name}', f'--task={index}'],
@@ -128,25 +149,15 @@ def _launch(argv):
                               ('actor', FLAGS.num_actor_tasks))
       for index in range(count)
   ]
-  print(f'launch: {FLAGS.num_learners} learner(s) on ports {learner_ports}, '
-        f'{FLAGS.num_actor_tasks} actor task(s); logs in {log_dir}.',
-        flush=True)
-  for task in tasks:
-    task.start()
 
-  stop = threading.Event()
 
-  def request_stop(signum, frame):
-    del signum, frame
-    stop.set()
-
-  signal.signal(signal.SIGINT, request_stop)
-  signal.signal(signal.SIGTERM, request_stop)
+def _supervise(tasks, stop):
+  """Restarts tasks that die until the learners finish or `stop` is set;
+  returns the exit status (1: a task died too often)."""
   learners = [task for task in tasks if task.job_name == 'learner']
-  status = 0
   while not stop.wait(0.5):
     if all(task.process.poll() == 0 for task in learners):
-      break  # Training done.
+      return 0  # Training done.
     for task in tasks:
       code = task.process.poll()
       if code is None or (code == 0 and task.job_name == 'actor'):
@@ -154,15 +165,18 @@ def _launch(argv):
       if task.restarts >= FLAGS.max_restarts:
         print(f'launch: {task.name} exited ({code}) {task.restarts} times; '
               'stopping.', flush=True)
-        stop.set()
-        status = 1
-        break
+        return 1
       task.restarts += 1
       print(f'launch: {task.name} exited ({code}); starting it again '
             f'({task.restarts} of {FLAGS.max_restarts}).', flush=True)
       task.start()
-  # Learners first (they checkpoint), then the actors.
-  for group in (learners, [t for t in tasks if t.job_name == 'actor']):
+  return 0
+
+
+def _stop_all(tasks):
+  """Learners first (they checkpoint), then the actors."""
+  for job_name in ('learner', 'actor'):
+    group = [task for task in tasks if task.job_name == job_name]
     for task in group:
       task.signal(signal.SIGINT)
     deadline = time.monotonic() + STOP_GRACE_SECS
@@ -172,8 +186,6 @@ def _launch(argv):
       except subprocess.TimeoutExpired:
         task.process.kill()
         task.process.wait()
-  print('launch: all tasks stopped.', flush=True)
-  return status
 
 
 def main(argv):

@@ -110,13 +110,14 @@ class PeakMemory:
 def _environment_ceiling(config, seconds, warmup):
   """Frames/s of random actions through the training environments."""
   import experiment  # pylint: disable=g-import-not-at-top
+  from impala_tf import local_actors  # pylint: disable=g-import-not-at-top
   domain = experiment.domain_of(config.levels[0])
-  parts = experiment.split_evenly(
-      experiment.assign_levels(config.levels, config.num_actors),
+  parts = local_actors.split_evenly(
+      local_actors.assign_levels(config.levels, config.num_actors),
       config.num_actor_threads)
   envs = [domain.training_environments(config, names, 10_000 * index)
           for index, names in enumerate(parts)]
-  num_actions, _ = domain.environment_info(config, config.levels[0])
+  num_actions = domain.environment_info(config, config.levels[0]).num_actions
   counts = [0] * len(envs)
   stop = threading.Event()
 

@@ -100,6 +100,45 @@ def check_task(cluster, job_name, task):
                      f'{len(tasks)} task{"s" if len(tasks) > 1 else ""}')
 
 
+# The flags that describe the cluster and this process's place in it.
+TASK_FLAGS = ('job_name', 'task', 'learner_hosts', 'actor_hosts')
+
+
+def task_settings(tf_config, given_flags, config):
+  """job_name, task, learner_hosts and actor_hosts (tuples), checked.
+
+  Args:
+    tf_config: the TF_CONFIG environment variable, or None.
+    given_flags: the names in `TASK_FLAGS` set on the command line.
+    config: {flag name: value} of the run.
+
+  Raises:
+    ValueError: the cluster or this task's settings are inconsistent.
+  """
+  if tf_config:
+    if given_flags:
+      raise ValueError(f'TF_CONFIG and '
+                       f'{", ".join("--" + name for name in given_flags)} '
+                       'both describe the cluster; give one of them')
+    cluster, job_name, task = from_tf_config(tf_config)
+  else:
+    cluster = from_hosts(config['learner_hosts'], config['actor_hosts'])
+    job_name, task = config['job_name'], config['task']
+    if job_name != 'local':
+      check_task(cluster, job_name, task)
+  if job_name != 'local':
+    if config['mode'] == 'test':
+      raise ValueError('test mode runs on one machine: drop --job_name')
+    if config['num_actors'] < len(cluster.actors):
+      raise ValueError(f'--num_actors={config["num_actors"]} is fewer than '
+                       f'the {len(cluster.actors)} actor tasks')
+    if config['batch_size'] % len(cluster.learners):
+      raise ValueError(f'--batch_size={config["batch_size"]} does not split '
+                       f'evenly over {len(cluster.learners)} learners')
+  return dict(job_name=job_name, task=task, learner_hosts=cluster.learners,
+              actor_hosts=cluster.actors)
+
+
 def learner_of_actor(cluster, actor_task):
   """The address of the learner actor task `actor_task` sends to."""
   return cluster.learners[actor_task % len(cluster.learners)]

@@ -149,7 +149,17 @@ class LearnerService:
     self._print = print_fn
     self._silence_secs = silence_secs
     self._closed = threading.Event()
-    flat_spec = tf.nest.flatten(spec)
+    self._num_updates = num_updates
+    self._variables = list(variables)
+    self._make_queues(spec, capacity)
+    self._server = self._serve(address, spec)
+    self._monitor = threading.Thread(target=self._watch_actors, daemon=True,
+                                     name='actor_monitor')
+    self._monitor.start()
+
+  def _make_queues(self, spec, capacity):
+    """The trajectory queue, the finished games' queue, the actors' last
+    contact times and the finished flag."""
     # Queue elements: one trajectory, the unroll's spec without N. Fields of
     # no elements (instructions of L = 0) stay out: TensorFlow's queues
     # crash on them.
@@ -167,8 +177,11 @@ class LearnerService:
     self._last_seen = tf.Variable(
         tf.zeros([max(self._actor_names, default=0) + 1], tf.float64))
     self._finished = tf.Variable(False)
-    self._num_updates = num_updates
-    self._variables = list(variables)
+
+  def _serve(self, address, spec):
+    """Starts the RPC server with the actors' functions: `send`,
+    `policy_version` and one `weights_<k>` per weight group."""
+    flat_spec = tf.nest.flatten(spec)
 
     @tf.function(input_signature=[tf.TensorSpec([], tf.int32)] + flat_spec +
                  _GAME_SPECS)
@@ -190,19 +203,16 @@ class LearnerService:
           input_signature=[])
 
     try:
-      self._server = tf.distribute.experimental.rpc.Server.create(
-          'grpc', address)
+      server = tf.distribute.experimental.rpc.Server.create('grpc', address)
     except (tf.errors.OpError, RuntimeError) as error:
       raise ValueError(f'cannot serve actors on {address}: '
                        f'{_first_line(error)}') from None
-    self._server.register('send', send)
-    self._server.register('policy_version', policy_version)
+    server.register('send', send)
+    server.register('policy_version', policy_version)
     for number, group in enumerate(weight_groups(self._variables)):
-      self._server.register(f'weights_{number}', weights(group))
-    self._server.start()
-    self._monitor = threading.Thread(target=self._watch_actors, daemon=True,
-                                     name='actor_monitor')
-    self._monitor.start()
+      server.register(f'weights_{number}', weights(group))
+    server.start()
+    return server
 
   def receive(self, count):
     """`count` trajectories (numpy, as `trajectory.split` gives), blocking

@@ -16,6 +16,7 @@ from dmlab30 import environment
 from dmlab30 import paper_results
 from dmlab30 import scores
 import experiment
+from impala_tf import builders
 from impala_tf import environments
 from tests import pipeline_util
 
@@ -123,7 +124,7 @@ class DmLab30PipelineTest(tf.test.TestCase):
     single = pipeline_util.config(level_name='dmlab/rooms_watermaze')
     self.assertEqual(10**9, single.total_environment_frames)
     info = experiment.DOMAINS['dmlab'].environment_info(single, None)
-    agent = experiment.build_learner(single, info).agent
+    agent = builders.build_learner(single, info).agent
     self.assertIsNotNone(agent.instruction_encoder)
     self.assertEqual((72, 96, 3), agent.observation_shape)
 

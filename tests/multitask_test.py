@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 import experiment
+from impala_tf import local_actors
 from impala_tf import progress
 from tests import pipeline_util
 
@@ -25,7 +26,7 @@ class MultitaskTest(tf.test.TestCase):
 
   def test_levels_go_round_robin_to_actors(self):
     self.assertEqual(['a', 'b', 'c', 'a', 'b', 'c', 'a'],
-                     experiment.assign_levels(['a', 'b', 'c'], 7))
+                     local_actors.assign_levels(['a', 'b', 'c'], 7))
 
   def test_a_suite_trains_and_tests_with_human_normalized_summaries(self):
     logdir = self.create_tempdir().full_path

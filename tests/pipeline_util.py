@@ -5,6 +5,7 @@ from absl.testing import flagsaver
 import numpy as np
 
 import experiment
+from impala_tf import domain
 from impala_tf import environments
 from impala_tf import scoring
 from tests import catch
@@ -39,7 +40,7 @@ def _check_level(level_name):
 
 
 # Tuned once so that the plain game is learned well inside the budget.
-experiment.DOMAINS['catch'] = experiment.Domain(
+experiment.DOMAINS['catch'] = domain.Domain(
     check_level=_check_level,
     # Levels of one suite must share an observation shape.
     suites={'catch_lstm': ('catch/memory', 'catch/timing')},
@@ -50,7 +51,7 @@ experiment.DOMAINS['catch'] = experiment.Domain(
         entropy_cost=0.01, baseline_cost=0.5, discounting=0.99,
         reward_clipping='abs_one', learning_rate=0.002, decay=0.99,
         momentum=0.0, epsilon=0.01, max_grad_norm=40.0),
-    environment_info=lambda config, level_name: experiment.EnvironmentInfo(
+    environment_info=lambda config, level_name: domain.EnvironmentInfo(
         catch.NUM_ACTIONS, LEVELS[level_name](0).observation_spec().shape, 0),
     training_environments=_catch_environments,
     test_level=lambda level_name: level_name,

@@ -1,0 +1,28 @@
+"""The agent and learner a run's configuration describes."""
+
+from impala_tf import agents
+from impala_tf import learner as learner_lib
+
+
+def build_agent(config, info):
+  """The agent for `info`, a `domain.EnvironmentInfo`."""
+  return agents.Agent(info.num_actions, info.frame_shape, torso=config.agent,
+                      core=config.core,
+                      use_instruction=info.instruction_length > 0,
+                      seed=config.seed)
+
+
+def build_learner(config, info, strategy=None):
+  """The learner of an agent for `info`; `strategy`: see `learner.Learner`."""
+  agent = build_agent(config, info)
+  hparams = learner_lib.LearnerHParams(
+      learning_rate=config.learning_rate,
+      total_environment_frames=config.total_environment_frames,
+      num_action_repeats=config.num_action_repeats, decay=config.decay,
+      momentum=config.momentum, epsilon=config.epsilon,
+      max_grad_norm=config.max_grad_norm,
+      discounting=config.discounting, baseline_cost=config.baseline_cost,
+      entropy_cost=config.entropy_cost,
+      reward_clipping=config.reward_clipping)
+  return learner_lib.Learner(agent, hparams, xla=config.xla,
+                             strategy=strategy)

@@ -1,0 +1,71 @@
+"""A run's checkpoints: where they live, what they hold (the learner: weights,
+RMSProp slots, frame and update counters), resuming, and refusing to resume
+a run whose network or levels differ."""
+
+import json
+import os
+
+import tensorflow as tf
+
+from impala_tf import output_files
+from impala_tf.domain import UsageError
+
+# The settings a checkpoint's network and run depend on; a resumed run must
+# keep them.
+RUN_DEFINING_FLAGS = ('level_name', 'agent', 'core', 'full_action_set',
+                      'num_action_repeats', 'width', 'height')
+MAX_TO_KEEP = 3
+
+
+def directory(logdir):
+  return os.path.join(logdir, 'checkpoints')
+
+
+def manager(learner, logdir):
+  """A `tf.train.CheckpointManager` of `learner` in `logdir`."""
+  return tf.train.CheckpointManager(
+      tf.train.Checkpoint(learner=learner), directory(logdir),
+      max_to_keep=MAX_TO_KEEP)
+
+
+def restore_latest(checkpoint_manager):
+  """Restores the newest checkpoint, if any; returns its path or None."""
+  latest = checkpoint_manager.latest_checkpoint
+  if latest:
+    checkpoint_manager.checkpoint.restore(latest).assert_consumed()
+  return latest
+
+
+def restore_for_test(learner, logdir):
+  """Restores the newest checkpoint of `logdir` into `learner` (weights are
+  enough: optimiser slots may be absent); returns its path.
+
+  Raises:
+    UsageError: there is none.
+  """
+  latest = tf.train.latest_checkpoint(directory(logdir))
+  if latest is None:
+    raise UsageError(f'no checkpoint in {directory(logdir)}; train first')
+  tf.train.Checkpoint(learner=learner).restore(latest).expect_partial()
+  return latest
+
+
+def check_resumable(config):
+  """Writes the run's settings on the first start; refuses to resume a run
+  in `logdir` whose network or level differ."""
+  path = os.path.join(config.logdir, 'flags.json')
+  settings = {name: value for name, value in config._asdict().items()
+              if name != 'levels'}
+  if os.path.exists(path):
+    with open(path) as f:
+      saved = json.load(f)
+    # Runs saved before a flag existed ran with its default.
+    changed = [name for name in RUN_DEFINING_FLAGS
+               if name in saved and saved[name] != settings[name]]
+    if changed:
+      raise UsageError(
+          f'{config.logdir} holds a run with other ' + ', '.join(
+              f'--{name}={saved.get(name)}' for name in changed) +
+          '; use another --logdir or the same flags')
+  output_files.write_atomically(
+      path, json.dumps(settings, indent=2, sort_keys=True))

@@ -1,0 +1,243 @@
+"""The learner's training loop: on one machine (actors in threads, a local
+queue) or as one learner task of a distributed run (actors over RPC,
+synchronous learners through `tf.distribute`). Batches come through the
+staging area; progress, summaries and checkpoints go out as it trains."""
+
+import collections
+import os
+import threading
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from impala_tf import builders
+from impala_tf import checkpointing
+from impala_tf import cluster as cluster_lib
+from impala_tf import local_actors
+from impala_tf import progress
+from impala_tf import rpc_transport
+from impala_tf import staging
+from impala_tf import transport as transport_lib
+from impala_tf.domain import UsageError
+
+FINISH_GRACE_SECS = 3  # A finished learner still answers actors this long.
+
+# Where the learner's trajectories come from.
+_Experience = collections.namedtuple(
+    '_Experience',
+    [
+        'transport',  # LocalTransport or rpc_transport.LearnerService.
+        'actors',  # local_actors.Actors, or None for remote actors.
+        'description',  # For the start line.
+    ])
+
+
+def train(config, domain, stop=None, print_fn=print):
+  """Trains until `total_environment_frames` or `stop` (a
+  `threading.Event`) is set: on one machine (`job_name` local), or as one
+  learner task of a distributed run.
+
+  Returns a dict with the final frame and update counts, the last
+  learner diagnostics and the recent returns.
+  """
+  stop = stop or threading.Event()
+  distributed = config.job_name == 'learner'
+  num_learners = len(config.learner_hosts) if distributed else 1
+  is_chief = config.task == 0 or not distributed
+  # Created first: the strategy configures TensorFlow's runtime.
+  strategy = _synchronous_strategy(config) if num_learners > 1 else None
+  if is_chief:
+    checkpointing.check_resumable(config)
+  info = domain.environment_info(config, config.levels[0])
+  learner = builders.build_learner(config, info, strategy)
+  # The first learner keeps the checkpoints; the others start from its
+  # weights.
+  manager = checkpointing.manager(learner, config.logdir)
+  if is_chief and checkpointing.restore_latest(manager):
+    print_fn(f'Resuming from {manager.latest_checkpoint} at '
+             f'{int(learner.num_environment_frames.numpy()):,} frames.')
+  learner.broadcast_from_first()
+  num_updates = int(learner.num_updates.numpy())
+  # Fresh random streams after a restart, not a replay of the first run's.
+  tf.random.set_seed(config.seed + num_updates)
+  game_log = progress.GameLog()
+  experience = _experience(config, domain, learner, info, game_log,
+                           config.seed * 1_000_003 + num_updates, print_fn)
+  loop = _TrainingLoop(config, domain, learner, experience.transport,
+                       game_log, stop, batch_size=config.batch_size //
+                       num_learners, is_chief=is_chief, print_fn=print_fn)
+  print_fn(f'Training {config.agent} {config.core} agent on '
+           f'{config.level_name} ({len(config.levels)} level'
+           f'{"s" if len(config.levels) > 1 else ""}, {info.num_actions} '
+           f'actions): {experience.description}, batch {loop.batch_size}, '
+           f'unroll {config.unroll_length}, '
+           f'{config.total_environment_frames:,} frames; logdir '
+           f'{config.logdir}.')
+  try:
+    loop.run(manager)
+  except transport_lib.Closed:
+    if experience.actors:
+      experience.actors.threads.check()  # An actor crashed: say so.
+  finally:
+    if stop.is_set():
+      print_fn('Stop requested: writing a checkpoint.')
+    _shut_down(experience, loop.frames >= config.total_environment_frames)
+  return loop.finish(manager)
+
+
+def _synchronous_strategy(config):
+  return tf.distribute.MultiWorkerMirroredStrategy(
+      cluster_resolver=cluster_lib.collective_cluster_resolver(
+          cluster_lib.Cluster(config.learner_hosts, config.actor_hosts),
+          config.task),
+      communication_options=tf.distribute.experimental.CommunicationOptions(
+          timeout_seconds=config.connect_timeout_secs))
+
+
+def _experience(config, domain, learner, info, game_log, seed, print_fn):
+  """Local actors in threads, or the service remote actor tasks send to."""
+  if config.job_name != 'learner':
+    transport = transport_lib.LocalTransport(
+        config.queue_capacity,
+        policy_version=lambda: int(learner.num_updates.numpy()))
+    actors = local_actors.Actors(
+        config, domain,
+        local_actors.assign_levels(config.levels, config.num_actors),
+        learner.agent, transport, game_log.add, seed)
+    return _Experience(
+        transport, actors,
+        f'{config.num_actors} actors in {actors.num_threads} threads')
+  num_learners = len(config.learner_hosts)
+  served = {index: address for index, address in
+            enumerate(config.actor_hosts)
+            if index % num_learners == config.task}
+  try:
+    transport = rpc_transport.LearnerService(
+        config.learner_hosts[config.task],
+        rpc_transport.unroll_spec(learner.agent, config.unroll_length,
+                                  info.frame_shape, info.instruction_length),
+        config.queue_capacity, learner.agent.trainable_variables,
+        learner.num_updates, served, game_log.add, print_fn,
+        silence_secs=config.actor_silence_secs)
+  except ValueError as error:
+    raise UsageError(error) from None
+  return _Experience(
+      transport, None,
+      f'learner {config.task} of {num_learners} on '
+      f'{config.learner_hosts[config.task]}, serving actor tasks '
+      f'{", ".join(str(index) for index in served)}')
+
+
+def _shut_down(experience, finished):
+  """Stops local actors; a distributed learner that `finished` first lets
+  asking actors know (one only stopped, to be restarted, leaves them
+  retrying)."""
+  if experience.actors:
+    experience.actors.stop()
+    return
+  if finished:
+    experience.transport.finish()
+    time.sleep(FINISH_GRACE_SECS)
+  experience.transport.close()
+
+
+class _TrainingLoop:
+  """Batches to updates, with progress lines, summaries and checkpoints."""
+
+  def __init__(self, config, domain, learner, transport, game_log, stop,
+               batch_size, is_chief, print_fn):
+    self._config = config
+    self._domain = domain
+    self._learner = learner
+    self._transport = transport
+    self._game_log = game_log
+    self._stop = stop
+    self.batch_size = batch_size
+    self._is_chief = is_chief
+    self._print = print_fn
+    self._staging_area = staging.StagingArea(
+        transport, batch_size,
+        device='/GPU:0' if tf.config.list_logical_devices('GPU') else None)
+    self._writer = tf.summary.create_file_writer(
+        config.logdir if is_chief else os.path.join(
+            config.logdir, f'learner_{config.task}'))
+    self._progress_line = progress.ProgressLine(
+        config.total_environment_frames, config.progress_interval_secs,
+        print_fn)
+    self.frames = int(learner.num_environment_frames.numpy())
+    self.num_updates = int(learner.num_updates.numpy())
+    self._stats = {}
+    self._policy_lags = []
+
+  def run(self, manager):
+    """Trains until the frame budget is spent or a stop is requested."""
+    last_checkpoint = time.monotonic()
+    self._progress_line.maybe_print(self.frames, '')
+    while (self.frames < self._config.total_environment_frames and
+           not self._learner.any_learner(self._stop.is_set())):
+      batch = self._staging_area.get()
+      self._stats = self._learner.train_step(batch)
+      self._policy_lags.append(self.num_updates -
+                               batch.policy_version.mean())
+      self.num_updates += 1
+      self.frames = int(self._learner.num_environment_frames.numpy())
+      self._report()
+      if (self._is_chief and time.monotonic() - last_checkpoint >
+          self._config.checkpoint_interval_secs):
+        manager.save(checkpoint_number=self.num_updates)
+        last_checkpoint = time.monotonic()
+
+  def _report(self):
+    """Finished games to the summaries; a progress line and the learner's
+    diagnostics every `progress_interval_secs`."""
+    levels, benchmark = self._config.levels, self._domain.benchmark
+    progress.write_games(self._writer, self.frames,
+                         self._game_log.take_unwritten(), benchmark)
+    recent_means = self._game_log.recent_means()
+    summary = progress.human_normalized_summary(recent_means, levels,
+                                                benchmark)
+    fps = self._progress_line.maybe_print(
+        self.frames, progress.describe_returns(recent_means, levels, summary),
+        extra=f'updates {self.num_updates:,} | loss '
+        f'{float(self._stats["total_loss"]):.2f} | queue '
+        f'{self._transport.fill():.0%} | policy lag '
+        f'{np.mean(self._policy_lags):.1f}')
+    if fps is None:
+      return
+    scalars = {name: float(value) for name, value in self._stats.items()}
+    scalars.update(policy_lag=float(np.mean(self._policy_lags)),
+                   queue_fill=self._transport.fill())
+    progress.write_scalars(self._writer, self.frames, scalars, 'learner')
+    progress.write_scalars(self._writer, self.frames,
+                           {'frames_per_second': fps}, 'throughput')
+    if summary:
+      progress.write_scalars(self._writer, self.frames, summary,
+                             'human_normalized')
+    self._policy_lags = []
+
+  def finish(self, manager):
+    """The final checkpoint (first learner) and the run's results."""
+    if self._is_chief:
+      manager.save(checkpoint_number=self.num_updates)
+    self._writer.flush()
+    self._print(
+        f'Stopped at {self.frames:,} frames, {self.num_updates:,} updates; ' +
+        (f'checkpoint {manager.latest_checkpoint}' if self._is_chief else
+         'checkpoints are the first learner\'s') +
+        f'; weights fingerprint {weights_fingerprint(self._learner.agent):.6f}.')
+    recent_means = self._game_log.recent_means()
+    return {
+        'frames': self.frames, 'updates': self.num_updates,
+        'last_stats': {name: float(value)
+                       for name, value in self._stats.items()},
+        'recent_returns': recent_means,
+        'human_normalized': progress.human_normalized_summary(
+            recent_means, self._config.levels, self._domain.benchmark)}
+
+
+def weights_fingerprint(agent):
+  """The sum of the agent's weights' absolute values: equal on learners
+  that hold one set of weights."""
+  return float(sum(tf.reduce_sum(tf.abs(tf.cast(v, tf.float64)))
+                   for v in agent.trainable_variables))
