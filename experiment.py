@@ -52,9 +52,11 @@ from atari57 import domain as atari_domain
 from dmlab30 import domain as dmlab_domain
 from impala_tf import actor_task
 from impala_tf import agents
+from impala_tf import checkpointing
 from impala_tf import cluster as cluster_lib
 from impala_tf import domain as domain_lib
 from impala_tf import evaluation
+from impala_tf import learner as learner_lib
 from impala_tf import rpc_transport
 from impala_tf import training
 from impala_tf.domain import UsageError
@@ -185,6 +187,10 @@ def make_config(flag_values):
   if callable(config['total_environment_frames']):
     config['total_environment_frames'] = config['total_environment_frames'](
         len(levels))
+  try:
+    learner_lib.check_hparams(config)
+  except ValueError as error:
+    raise UsageError(error) from None
   config['total_environment_frames'] = int(config['total_environment_frames'])
   if config['queue_capacity'] is None:
     config['queue_capacity'] = 2 * config['batch_size']
@@ -246,6 +252,7 @@ def main(argv):
   logging.set_verbosity(logging.WARNING)
   try:
     config = make_config(FLAGS)
+    checkpointing.check_logdir(config.logdir)
     if config.mode == 'train':
       train(config, _stop_on_signals())
     else:

@@ -17,6 +17,27 @@ RUN_DEFINING_FLAGS = ('level_name', 'agent', 'core', 'full_action_set',
 MAX_TO_KEEP = 3
 
 
+def check_logdir(logdir):
+  """Makes `logdir` if needed and checks that files can be written there.
+
+  Raises:
+    UsageError: naming the path and the cause (a file, no permission, a full
+      disk, ...).
+  """
+  if os.path.exists(logdir) and not os.path.isdir(logdir):
+    raise UsageError(f'cannot write in --logdir={logdir}: it is a file, not '
+                     'a directory')
+  try:
+    os.makedirs(logdir, exist_ok=True)
+    probe = os.path.join(logdir, f'.write_test{os.getpid()}')
+    with open(probe, 'w') as f:
+      f.write('impala_tf')
+    os.remove(probe)
+  except OSError as error:
+    raise UsageError(f'cannot write in --logdir={logdir}: '
+                     f'{error.strerror or error}') from None
+
+
 def directory(logdir):
   return os.path.join(logdir, 'checkpoints')
 

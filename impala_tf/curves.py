@@ -4,7 +4,8 @@ CSV and PNG, the form every learning claim in `docs/` takes.
   python -m impala_tf.curves LOGDIR [LOGDIR ...] --level=atari/pong \
       --output=docs/pong_curve   # writes docs/pong_curve.csv and .png
 
-Each LOGDIR is one run; its label in the plot is the folder's name.
+Each LOGDIR is one run, labelled by the folder's name, or by LABEL when
+given as LABEL=LOGDIR.
 """
 
 import collections
@@ -96,15 +97,18 @@ def to_png(curves, level):
 
 
 def load_curves(logdirs, level):
-  """{run label: Curve} for `level`'s games in each log directory."""
+  """{run label: Curve} for `level`'s games in each log directory (or
+  LABEL=directory)."""
   curves = {}
-  for logdir in logdirs:
+  for argument in logdirs:
+    label, _, logdir = argument.rpartition('=')
+    label = label or os.path.basename(os.path.normpath(logdir))
     if not os.path.isdir(logdir):
       raise InputError(f'{logdir} is not a directory')
     points = read_scalars(logdir, f'{level}/episode_return')
     if not points:
       raise InputError(f'{logdir} has no {level}/episode_return summaries')
-    curves[os.path.basename(os.path.normpath(logdir))] = curve(points)
+    curves[label] = curve(points)
   return curves
 
 

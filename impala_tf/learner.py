@@ -6,6 +6,7 @@ One `Learner` owns the agent's optimiser state and the global frame counter;
 """
 
 import collections
+import math
 
 import tensorflow as tf
 
@@ -28,6 +29,32 @@ LearnerHParams = collections.namedtuple(
         'entropy_cost',  # Weight of the entropy loss.
         'reward_clipping',  # One of losses.REWARD_CLIPPING_MODES.
     ])
+
+
+# Each numeric hyperparameter's allowed range: (description, test).
+HPARAM_RANGES = {
+    'learning_rate': ('> 0', lambda x: x > 0),
+    'total_environment_frames': ('>= 1', lambda x: x >= 1),
+    'num_action_repeats': ('>= 1', lambda x: x >= 1),
+    'decay': ('in [0, 1)', lambda x: 0 <= x < 1),
+    'momentum': ('in [0, 1)', lambda x: 0 <= x < 1),
+    'epsilon': ('> 0', lambda x: x > 0),
+    'max_grad_norm': ('>= 0 (0: no clipping)', lambda x: x >= 0),
+    'discounting': ('in [0, 1]', lambda x: 0 <= x <= 1),
+    'baseline_cost': ('>= 0', lambda x: x >= 0),
+    'entropy_cost': ('>= 0', lambda x: x >= 0),
+}
+
+
+def check_hparams(values):
+  """Raises ValueError naming the first flag in `values` ({name: number})
+  that is not finite or outside `HPARAM_RANGES`."""
+  for name, (allowed, test) in HPARAM_RANGES.items():
+    if name in values and (values[name] is None or
+                           not math.isfinite(values[name]) or
+                           not test(values[name])):
+      raise ValueError(f'--{name}={values[name]} is out of range: it must '
+                       f'be finite and {allowed}')
 
 
 class RMSProp(tf.Module):

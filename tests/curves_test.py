@@ -58,6 +58,9 @@ class CurvesTest(tf.test.TestCase):
     self.assertEqual('run_a,30000,-21,-20.000', rows[-1])
     with open(f'{output}.png', 'rb') as f:
       self.assertEqual(b'\x89PNG', f.read(4))
+    labelled = curves.load_curves([f'paper settings={logdir}'],
+                                  'atari/pong')
+    self.assertEqual(['paper settings'], list(labelled))
 
   def test_a_run_without_games_is_one_line(self):
     logdir = tempfile.mkdtemp()

@@ -144,6 +144,9 @@ class ExperimentTest(tf.test.TestCase):
         (['--level_name=atari57', '--num_actors=8'], 'fewer than the 57'),
         (['--batch_size=0'], 'batch_size'),
         (['--mode=test', f'--logdir={logdir}'], 'no checkpoint'),
+        (['--learning_rate=-1'], '--learning_rate=-1.0 is out of range'),
+        ([f'--logdir={os.path.join(REPO_ROOT, "README.md")}'],
+         'it is a file'),
     ]:
       result = run_experiment(*flags)
       self.assertNotEqual(0, result.returncode, flags)
@@ -152,6 +155,29 @@ class ExperimentTest(tf.test.TestCase):
       # bad flag value); TensorFlow's import messages come before it.
       last_lines = '\n'.join(result.stderr.strip().splitlines()[-2:])
       self.assertIn(message, last_lines, flags)
+
+  def test_every_hyperparameter_is_range_checked(self):
+    for name, bad_value in [
+        ('learning_rate', 0.0), ('learning_rate', float('inf')),
+        ('discounting', 1.5), ('discounting', -0.1),
+        ('entropy_cost', float('nan')), ('baseline_cost', -1.0),
+        ('epsilon', 0.0), ('decay', 1.0), ('momentum', -0.5),
+        ('max_grad_norm', -1.0), ('total_environment_frames', float('nan')),
+    ]:
+      with self.assertRaisesRegex(experiment.UsageError,
+                                  f'--{name}=.* is out of range', msg=name):
+        pipeline_util.config(**{name: bad_value})
+    # The edges of each range are allowed.
+    config = pipeline_util.config(discounting=1.0, entropy_cost=0.0,
+                                  momentum=0.0, max_grad_norm=0.0)
+    self.assertEqual(1.0, config.discounting)
+
+  def test_an_unwritable_logdir_is_one_line(self):
+    result = run_experiment('--logdir=/proc/impala_tf_forbidden')
+    self.assertEqual(1, result.returncode)
+    self.assertNotIn('Traceback', result.stderr)
+    self.assertIn('cannot write in --logdir=/proc/impala_tf_forbidden',
+                  result.stderr.strip().splitlines()[-1])
 
 
 if __name__ == '__main__':

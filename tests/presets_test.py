@@ -1,0 +1,50 @@
+"""Every preset under presets/ parses as an absl flag file, sets only flags
+experiment.py knows, and gives a configuration that passes its checks."""
+
+import glob
+import os
+
+from absl import flags
+from absl.testing import flagsaver
+import tensorflow as tf
+
+import experiment
+from tests import pipeline_util  # pylint: disable=unused-import (parses flags)
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class PresetsTest(tf.test.TestCase):
+
+  def test_presets_parse_into_checked_configurations(self):
+    paths = sorted(glob.glob(os.path.join(REPO_ROOT, 'presets', '*.flags')))
+    self.assertNotEmpty(paths)
+    for path in paths:
+      with flagsaver.flagsaver():
+        argv = flags.FLAGS.read_flags_from_files([f'--flagfile={path}'])
+        self.assertNotEmpty(argv, path)
+        for argument in argv:
+          name = argument.lstrip('-').split('=', 1)[0]
+          self.assertIn(name, flags.FLAGS, f'{path}: unknown flag {name}')
+        flags.FLAGS(['experiment.py'] + argv)
+        config = experiment.make_config(flags.FLAGS)
+        self.assertEqual('train', config.mode, path)
+
+  def test_the_atari_preset_sets_what_it_says(self):
+    path = os.path.join(REPO_ROOT, 'presets', 'atari_10m.flags')
+    with flagsaver.flagsaver():
+      argv = flags.FLAGS.read_flags_from_files([f'--flagfile={path}'])
+      flags.FLAGS(['experiment.py'] + argv)
+      config = experiment.make_config(flags.FLAGS)
+    self.assertEqual(8, config.batch_size)
+    self.assertEqual(1e-5, config.epsilon)
+    self.assertEqual(1e-3, config.learning_rate)
+    self.assertEqual(10_000_000, config.total_environment_frames)
+    # What the preset leaves alone stays the paper's (Table G.1).
+    self.assertEqual(0.01, config.entropy_cost)
+    self.assertEqual(20, config.unroll_length)
+    self.assertEqual(40.0, config.max_grad_norm)
+
+
+if __name__ == '__main__':
+  tf.test.main()
