@@ -22,6 +22,8 @@ from impala_tf import output_files
 
 # The window of the running mean, in games (as the progress line's).
 WINDOW_GAMES = 100
+# CSV rows: one per this many frames per run (the PNG shows every game).
+CSV_EVERY_FRAMES = 50_000
 
 Curve = collections.namedtuple(
     'Curve',
@@ -68,12 +70,17 @@ def frames_to_reach(run_curve, target):
   return int(run_curve.frames[indices[0]]) if len(indices) else None
 
 
-def to_csv(curves):
-  """One CSV of {label: Curve}: run, frames, return, running mean."""
-  lines = [f'run,frames,episode_return,mean_last_{WINDOW_GAMES}']
+def to_csv(curves, every_frames=CSV_EVERY_FRAMES):
+  """One CSV of {label: Curve}: per run, a row at the last game before each
+  multiple of `every_frames` (and at the end): frames, games so far, that
+  game's return, the running mean."""
+  lines = [f'run,frames,games,episode_return,mean_last_{WINDOW_GAMES}']
   for label, run_curve in curves.items():
-    lines += [f'{label},{frames},{value:g},{mean:.3f}' for frames, value, mean
-              in zip(*run_curve)]
+    buckets = run_curve.frames // every_frames
+    last_of_bucket = np.flatnonzero(np.diff(buckets, append=np.inf))
+    lines += [f'{label},{run_curve.frames[i]},{i + 1},'
+              f'{run_curve.returns[i]:g},{run_curve.running_mean[i]:.3f}'
+              for i in last_of_bucket]
   return '\n'.join(lines) + '\n'
 
 

@@ -25,6 +25,13 @@ class CurvesTest(tf.test.TestCase):
                           run_curve.running_mean[index])
     self.assertEqual(10 * 249, run_curve.frames[-1])
 
+  def test_csv_keeps_the_last_game_of_each_frame_interval(self):
+    run_curve = curves.curve([(f, -21.0 + i) for i, f in enumerate(
+        [10, 20, 120, 130, 250])], window=1)
+    rows = curves.to_csv({'r': run_curve}, every_frames=100).splitlines()
+    self.assertEqual(['r,20,2,-20,-20.000', 'r,130,4,-18,-18.000',
+                      'r,250,5,-17,-17.000'], rows[1:])
+
   def test_frames_to_reach(self):
     run_curve = curves.curve([(100, -21.0), (200, -1.0), (300, 20.0)],
                              window=1)
@@ -54,8 +61,8 @@ class CurvesTest(tf.test.TestCase):
     self.assertIn('run_a: 30 games to 30,000 frames', result.stdout)
     with open(f'{output}.csv') as f:
       rows = f.read().splitlines()
-    self.assertLen(rows, 31)
-    self.assertEqual('run_a,30000,-21,-20.000', rows[-1])
+    self.assertLen(rows, 2)  # All 30 games fall in the first 50k frames.
+    self.assertEqual('run_a,30000,30,-21,-20.000', rows[-1])
     with open(f'{output}.png', 'rb') as f:
       self.assertEqual(b'\x89PNG', f.read(4))
     labelled = curves.load_curves([f'paper settings={logdir}'],
