@@ -49,12 +49,30 @@ def manager(learner, logdir):
       max_to_keep=MAX_TO_KEEP)
 
 
-def restore_latest(checkpoint_manager):
-  """Restores the newest checkpoint, if any; returns its path or None."""
-  latest = checkpoint_manager.latest_checkpoint
-  if latest:
-    checkpoint_manager.checkpoint.restore(latest).assert_consumed()
-  return latest
+def restore_latest(checkpoint_manager, print_fn=print):
+  """Restores the newest readable checkpoint, if any; returns its path or
+  None.
+
+  An unreadable one (truncated or half-written by a crash) is reported in
+  one line and the next older one is tried.
+
+  Raises:
+    UsageError: checkpoints exist but none is readable.
+  """
+  paths = list(reversed(checkpoint_manager.checkpoints))
+  for path in paths:
+    try:
+      checkpoint_manager.checkpoint.restore(path).assert_consumed()
+      return path
+    except (tf.errors.OpError, ValueError, AssertionError,
+            IndexError) as error:
+      print_fn(f'Checkpoint {path} is unreadable '
+               f'({type(error).__name__}); trying an older one.')
+  if paths:
+    raise UsageError(f'no readable checkpoint in '
+                     f'{os.path.dirname(paths[0])}; move them away to start '
+                     'afresh')
+  return None
 
 
 def restore_for_test(learner, logdir):

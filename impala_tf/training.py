@@ -54,8 +54,9 @@ def train(config, domain, stop=None, print_fn=print):
   # The first learner keeps the checkpoints; the others start from its
   # weights.
   manager = checkpointing.manager(learner, config.logdir)
-  if is_chief and checkpointing.restore_latest(manager):
-    print_fn(f'Resuming from {manager.latest_checkpoint} at '
+  restored = is_chief and checkpointing.restore_latest(manager, print_fn)
+  if restored:
+    print_fn(f'Resuming from {restored} at '
              f'{int(learner.num_environment_frames.numpy()):,} frames.')
   learner.broadcast_from_first()
   num_updates = int(learner.num_updates.numpy())

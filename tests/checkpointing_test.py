@@ -1,0 +1,57 @@
+"""Checkpoints survive: a truncated newest checkpoint is reported in one
+line and the run resumes from the newest readable one."""
+
+import glob
+import os
+import tempfile
+
+import tensorflow as tf
+
+from impala_tf import checkpointing
+from tests import pipeline_util
+
+RUN = dict(level_name='catch/plain', num_actors=8, num_actor_threads=2,
+           batch_size=4, progress_interval_secs=1)
+
+
+class CheckpointingTest(tf.test.TestCase):
+
+  def test_a_truncated_newest_checkpoint_falls_back_to_an_older_one(self):
+    logdir = tempfile.mkdtemp()
+    pipeline_util.train(logdir=logdir, total_environment_frames=2_000,
+                        **RUN)
+    pipeline_util.train(logdir=logdir, total_environment_frames=4_000,
+                        **RUN)
+    directory = checkpointing.directory(logdir)
+    newest = tf.train.latest_checkpoint(directory)
+    older = tf.train.get_checkpoint_state(
+        directory).all_model_checkpoint_paths[-2]
+    (data,) = glob.glob(f'{newest}.data-*')
+    with open(data, 'r+b') as f:
+      f.truncate(os.path.getsize(data) // 2)
+    lines = []
+    result = pipeline_util.train(logdir=logdir,
+                                 total_environment_frames=6_000,
+                                 print_fn=lines.append, **RUN)
+    self.assertIn(f'Checkpoint {newest} is unreadable', '\n'.join(lines))
+    resumed = [line for line in lines if line.startswith('Resuming from')]
+    self.assertLen(resumed, 1)
+    self.assertStartsWith(resumed[0], f'Resuming from {older} at ')
+    self.assertGreaterEqual(result['frames'], 6_000)
+
+  def test_no_readable_checkpoint_is_one_error(self):
+    logdir = tempfile.mkdtemp()
+    pipeline_util.train(logdir=logdir, total_environment_frames=1_000,
+                        **RUN)
+    for data in glob.glob(os.path.join(checkpointing.directory(logdir),
+                                       '*.data-*')):
+      with open(data, 'wb'):
+        pass
+    with self.assertRaisesRegex(checkpointing.UsageError,
+                                'no readable checkpoint'):
+      pipeline_util.train(logdir=logdir, total_environment_frames=2_000,
+                          **RUN)
+
+
+if __name__ == '__main__':
+  tf.test.main()
