@@ -50,6 +50,7 @@ from absl import logging
 
 from atari57 import domain as atari_domain
 from dmlab30 import domain as dmlab_domain
+from impala_tf import actor as actor_lib
 from impala_tf import actor_task
 from impala_tf import agents
 from impala_tf import checkpointing
@@ -257,7 +258,8 @@ def main(argv):
       train(config, _stop_on_signals())
     else:
       evaluate(config)
-  except (UsageError, rpc_transport.Unreachable) as error:
+  except (UsageError, rpc_transport.Unreachable,
+          actor_lib.ActorError) as error:
     sys.exit(f'impala_tf: error: {error}')
 
 

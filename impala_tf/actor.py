@@ -120,6 +120,10 @@ class Actor:
       return
 
 
+class ActorError(RuntimeError):
+  """An actor thread (or the environment it steps) failed."""
+
+
 class ActorThreads:
   """Runs actors in threads; an actor's crash closes the transport and is
   re-raised by `check`."""
@@ -152,8 +156,12 @@ class ActorThreads:
   def check(self):
     """Raises the first actor error, if any."""
     if self._errors:
-      raise RuntimeError(f'an actor failed: {self._errors[0]!r}') from (
-          self._errors[0])
+      error = self._errors[0]
+      # The first line only: an environment process's error carries its
+      # traceback after it.
+      message = str(error).strip().splitlines()[0] if str(error) else ''
+      raise ActorError(f'an actor failed: {type(error).__name__}: '
+                       f'{message}') from error
 
   def join(self, timeout=30):
     for thread in self._threads:

@@ -21,6 +21,7 @@ import collections
 import contextlib
 import multiprocessing
 import os
+import signal
 import sys
 import traceback
 import zlib
@@ -175,6 +176,9 @@ class _GameTracker:
 def _worker(connection, constructor, level_name, env_index,
             num_action_repeats):
   """A process's loop: serves 'reset', 'step' and 'close' for one env."""
+  # A terminal's Ctrl-C reaches the whole process group; the parent stops
+  # this process (with 'close') after its final checkpoint.
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
   try:
     tracker = _GameTracker(constructor(), level_name, env_index,
                            num_action_repeats)

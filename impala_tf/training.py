@@ -84,6 +84,9 @@ def train(config, domain, stop=None, print_fn=print):
     if stop.is_set():
       print_fn('Stop requested: writing a checkpoint.')
     _shut_down(experience, loop.frames >= config.total_environment_frames)
+    # Also when an actor failed: nothing trained so far is lost.
+    if is_chief:
+      manager.save(checkpoint_number=loop.num_updates)
   return loop.finish(manager)
 
 
@@ -218,9 +221,7 @@ class _TrainingLoop:
     self._policy_lags = []
 
   def finish(self, manager):
-    """The final checkpoint (first learner) and the run's results."""
-    if self._is_chief:
-      manager.save(checkpoint_number=self.num_updates)
+    """The run's results, after its final checkpoint (first learner)."""
     self._writer.flush()
     self._print(
         f'Stopped at {self.frames:,} frames, {self.num_updates:,} updates; ' +

@@ -1,5 +1,6 @@
 """Checkpoints survive: a truncated newest checkpoint is reported in one
-line and the run resumes from the newest readable one."""
+line and the run resumes from the newest readable one; a failing actor ends
+the run with its error after a checkpoint."""
 
 import glob
 import os
@@ -7,8 +8,27 @@ import tempfile
 
 import tensorflow as tf
 
+from impala_tf import actor as actor_lib
 from impala_tf import checkpointing
+from tests import catch
 from tests import pipeline_util
+
+
+class FailingCatch(catch.Catch):
+  """Catch whose environment breaks after 2,000 steps."""
+
+  def __init__(self, seed=0):
+    super().__init__(seed)
+    self._steps = 0
+
+  def step(self, action):
+    self._steps += 1
+    if self._steps > 2_000:
+      raise OSError('the emulator went away')
+    return super().step(action)
+
+
+pipeline_util.LEVELS['catch/failing'] = FailingCatch
 
 RUN = dict(level_name='catch/plain', num_actors=8, num_actor_threads=2,
            batch_size=4, progress_interval_secs=1)
@@ -51,6 +71,17 @@ class CheckpointingTest(tf.test.TestCase):
                                 'no readable checkpoint'):
       pipeline_util.train(logdir=logdir, total_environment_frames=2_000,
                           **RUN)
+
+  def test_a_failing_actor_ends_the_run_after_a_checkpoint(self):
+    logdir = tempfile.mkdtemp()
+    with self.assertRaisesRegex(
+        actor_lib.ActorError,
+        '^an actor failed: OSError: the emulator went away$'):
+      pipeline_util.train(logdir=logdir, total_environment_frames=10**6,
+                          **dict(RUN, level_name='catch/failing'))
+    latest = tf.train.latest_checkpoint(checkpointing.directory(logdir))
+    self.assertIsNotNone(latest)
+    self.assertGreater(int(latest.rsplit('-', 1)[1]), 0)  # Updates done.
 
 
 if __name__ == '__main__':

@@ -2,6 +2,9 @@
 ends follow the official convention, errors reach the caller."""
 
 import functools
+import multiprocessing
+import os
+import signal
 
 import numpy as np
 import tensorflow as tf
@@ -20,6 +23,25 @@ class EnvironmentsTest(tf.test.TestCase):
         ' the\tthe  the ', max_words=2))
     self.assertAllEqual(np.zeros(16), environments.instruction_ids('', 16))
     self.assertEqual(np.int32, environments.instruction_ids('a', 1).dtype)
+
+  def test_processes_outlive_a_terminal_ctrl_c(self):
+    # Ctrl-C signals the whole process group; the environments must keep
+    # serving until the learner has written its checkpoint and closes them.
+    processes = environments.ProcessEnvironments(
+        [functools.partial(catch.Catch, seed=index) for index in range(2)],
+        ['catch/plain'] * 2, 1)
+    try:
+      processes.reset()
+      children = multiprocessing.active_children()
+      self.assertNotEmpty(children)
+      for child in children:
+        os.kill(child.pid, signal.SIGINT)
+      for _ in range(5):
+        output, _ = processes.step(np.zeros(2, np.int32))
+      self.assertEqual((2,), output.reward.shape)
+      self.assertTrue(all(child.is_alive() for child in children))
+    finally:
+      processes.close()
 
   def test_processes_match_in_process_stepping(self):
     num_envs = 3
