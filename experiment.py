@@ -1,41 +1,23 @@
-r"""IMPALA on one machine: actors, a trajectory queue, staging and a learner.
-
-Train the paper's shallow Atari agent on Pong, logging to logs/pong:
+r"""IMPALA (Espeholt et al., 2018): the composition root. It only wires parts
+together: the flags (the paper's names), one frozen configuration, the
+registry of suites by level prefix, and main dispatching to training
+(impala_tf/training.py), test mode (impala_tf/evaluation.py) or an actor
+job (impala_tf/actor_task.py). Examples:
 
   .venv/bin/python experiment.py --level_name=atari/pong --logdir=logs/pong
-
-or one agent on all 57 games (multi-task; games round-robin to actors):
-
+  .venv/bin/python experiment.py --flagfile=presets/atari_10m.flags \
+      --level_name=atari/pong --logdir=logs/pong_10m     # a preset
   .venv/bin/python experiment.py --level_name=atari57 --logdir=logs/atari57
-
-or the paper's deep agent on DMLab-30 (needs DeepMind Lab; see the README):
-
   .venv/bin/python experiment.py --level_name=dmlab30 --agent=deep \
-      --num_actors=150 --logdir=logs/dmlab30
-
-Stopping it (Ctrl-C, SIGTERM) writes a checkpoint; the same command resumes.
-Evaluate the latest checkpoint with the test protocol:
-
+      --num_actors=150 --logdir=logs/dmlab30            # needs DeepMind Lab
   .venv/bin/python experiment.py --mode=test --level_name=atari/pong \
       --logdir=logs/pong --test_num_episodes=10
-
-The same run as separate jobs (the paper's layout; TF_CONFIG may replace
-the host and job flags), each process with the same flags:
-
   .venv/bin/python experiment.py --job_name=learner --task=0 \
       --learner_hosts=hostA:8000 --actor_hosts=hostB:8001,hostC:8001 ...
-  .venv/bin/python experiment.py --job_name=actor --task=1 ...  # on hostC
 
-or all of them on this machine: launch.py.
-
-Flags left unset take the paper's values for the level's domain (Atari:
-Table G.1; DMLab: the official DMLab-30 run; see each suite's domain.py).
-Presets are flag files: --flagfile=presets/<name>.flags.
-
-This file only wires parts together: the flags, one frozen configuration,
-the registry of suites by level prefix, and main dispatching to training
-(impala_tf/training.py), test mode (impala_tf/evaluation.py) or an actor
-job (impala_tf/actor_task.py).
+Ctrl-C or SIGTERM writes a checkpoint; the same command resumes. Flags left
+unset take the paper's values for the level's suite (each suite's
+domain.py); launch.py runs a distributed job on this machine.
 """
 
 import collections
