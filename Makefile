@@ -8,14 +8,17 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: train distributed test pytest benchmark bazel
 
-# The default job: the paper's shallow Atari agent on Pong, with the preset
-# that learns it within 10M frames here (presets/atari_10m.flags; the
-# paper's own settings: drop the flagfile). Ctrl-C writes a checkpoint;
+# The default job: the paper's shallow Atari agent on Pong, with the flag
+# file that learns it here (atari57/atari_10m.flags; the paper's own
+# settings: TRAIN_ARGS without the flagfile). Ctrl-C writes a checkpoint;
 # running it again resumes.
-TRAIN_ARGS ?= --flagfile=presets/atari_10m.flags --level_name=atari/pong \
+TRAIN_FLAGFILE ?= atari57/atari_10m.flags
+TRAIN_ARGS ?= --flagfile=$(TRAIN_FLAGFILE) --level_name=atari/pong \
 	--logdir=logs/atari_pong_10m
 
 train: $(STAMP)
+	@echo "make train: $(TRAIN_ARGS) $(ARGS)"
+	@echo "  ($(TRAIN_FLAGFILE): the paper's Table G.1 but batch 8, RMSProp epsilon 1e-5, learning rate 1e-3, 10M frames; why: docs/learning.md)"
 	$(PYTHON) experiment.py $(TRAIN_ARGS) $(ARGS)
 
 # The same job as learner and actor processes over loopback (launch.py).

@@ -5,8 +5,8 @@ registry of suites by level prefix, and main dispatching to training
 job (impala_tf/actor_task.py). Examples:
 
   .venv/bin/python experiment.py --level_name=atari/pong --logdir=logs/pong
-  .venv/bin/python experiment.py --flagfile=presets/atari_10m.flags \
-      --level_name=atari/pong --logdir=logs/pong_10m     # a preset
+  .venv/bin/python experiment.py --flagfile=atari57/atari_10m.flags \
+      --level_name=atari/pong --logdir=logs/pong_10m     # a flag file
   .venv/bin/python experiment.py --level_name=atari57 --logdir=logs/atari57
   .venv/bin/python experiment.py --level_name=dmlab30 --agent=deep \
       --num_actors=150 --logdir=logs/dmlab30            # needs DeepMind Lab

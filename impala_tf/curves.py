@@ -1,15 +1,16 @@
-"""Learning curves from a run's TensorBoard events: return against frames as
-CSV and PNG, the form every learning claim in `docs/` takes.
+"""Learning curves from runs' TensorBoard events (read with TensorBoard's own
+event reader): the mean return of the last 100 games against frames, with
+the policy's entropy in a second panel, as PNG and CSV; the form every
+learning claim in `docs/` takes.
 
   python -m impala_tf.curves LOGDIR [LOGDIR ...] --level=atari/pong \
-      --output=docs/pong_curve   # writes docs/pong_curve.csv and .png
+      --output=docs/curves/pong   # writes docs/curves/pong.csv and .png
 
 Each LOGDIR is one run, labelled by the folder's name, or by LABEL when
 given as LABEL=LOGDIR.
 """
 
 import collections
-import glob
 import io
 import os
 import sys
@@ -39,16 +40,17 @@ class InputError(Exception):
 
 
 def read_scalars(logdir, tag):
-  """[(step, value)] of scalar `tag` in `logdir`'s own event files, sorted
-  by step (runs resumed from a checkpoint append new files)."""
-  import tensorflow as tf  # Only this function needs it.
-  points = []
-  for path in sorted(glob.glob(os.path.join(logdir, 'events.out.tfevents.*'))):
-    for record in tf.data.TFRecordDataset(path):
-      event = tf.compat.v1.Event.FromString(record.numpy())
-      for value in event.summary.value:
-        if value.tag == tag:
-          points.append((event.step, float(tf.make_ndarray(value.tensor))))
+  """[(step, value)] of scalar summary `tag` in `logdir`'s event files (a
+  resumed run appends new files), sorted by step."""
+  from tensorboard.backend.event_processing import event_accumulator
+  from tensorboard.util import tensor_util
+  accumulator = event_accumulator.EventAccumulator(
+      logdir, size_guidance={event_accumulator.TENSORS: 0})
+  accumulator.Reload()
+  if tag not in accumulator.Tags()['tensors']:
+    return []
+  points = [(event.step, float(tensor_util.make_ndarray(event.tensor_proto)))
+            for event in accumulator.Tensors(tag)]
   points.sort(key=lambda point: point[0])
   return points
 
@@ -71,42 +73,48 @@ def frames_to_reach(run_curve, target):
 
 
 def to_csv(curves, every_frames=CSV_EVERY_FRAMES):
-  """One CSV of {label: Curve}: per run, a row at the last game before each
-  multiple of `every_frames` (and at the end): frames, games so far, that
-  game's return, the running mean."""
-  lines = [f'run,frames,games,episode_return,mean_last_{WINDOW_GAMES}']
+  """One CSV of {label: Curve}: run, frames, mean_return (of the last
+  WINDOW_GAMES games), a row per run at the last game before each multiple
+  of `every_frames` and at the end."""
+  lines = ['run,frames,mean_return']
   for label, run_curve in curves.items():
     buckets = run_curve.frames // every_frames
     last_of_bucket = np.flatnonzero(np.diff(buckets, append=np.inf))
-    lines += [f'{label},{run_curve.frames[i]},{i + 1},'
-              f'{run_curve.returns[i]:g},{run_curve.running_mean[i]:.3f}'
+    lines += [f'{label},{run_curve.frames[i]},{run_curve.running_mean[i]:.3f}'
               for i in last_of_bucket]
   return '\n'.join(lines) + '\n'
 
 
-def to_png(curves, level):
-  """PNG bytes: each run's running mean return against frames."""
+def to_png(curves, entropies, level):
+  """PNG bytes: each run's running mean return against frames; below it,
+  the policy's entropy (`entropies`: {label: [(frames, entropy)]})."""
   import matplotlib  # Only the plot needs it.
   matplotlib.use('Agg')
   from matplotlib import pyplot
-  figure, axes = pyplot.subplots(figsize=(8, 5))
+  figure, (returns_axes, entropy_axes) = pyplot.subplots(
+      2, 1, figsize=(8, 7), sharex=True, height_ratios=(2, 1))
   for label, run_curve in curves.items():
-    axes.plot(run_curve.frames / 1e6, run_curve.running_mean, label=label)
-  axes.set_xlabel('environment frames (millions)')
-  axes.set_ylabel(f'mean return of the last {WINDOW_GAMES} games')
-  axes.set_title(level)
-  axes.grid(alpha=0.3)
-  axes.legend()
+    returns_axes.plot(run_curve.frames / 1e6, run_curve.running_mean,
+                      label=label)
+    points = np.array(entropies.get(label) or [(0, np.nan)])
+    entropy_axes.plot(points[:, 0] / 1e6, points[:, 1], label=label)
+  returns_axes.set_ylabel(f'mean return, last {WINDOW_GAMES} games')
+  returns_axes.set_title(level)
+  returns_axes.legend(fontsize='small')
+  entropy_axes.set_ylabel('policy entropy')
+  entropy_axes.set_xlabel('environment frames (millions)')
+  for axes in (returns_axes, entropy_axes):
+    axes.grid(alpha=0.3)
   buffer = io.BytesIO()
   figure.savefig(buffer, format='png', dpi=100, bbox_inches='tight')
   pyplot.close(figure)
   return buffer.getvalue()
 
 
-def load_curves(logdirs, level):
-  """{run label: Curve} for `level`'s games in each log directory (or
-  LABEL=directory)."""
-  curves = {}
+def load_runs(logdirs, level):
+  """({run label: Curve of `level`'s games}, {run label: [(frames,
+  entropy)]}) for each log directory (or LABEL=directory)."""
+  curves, entropies = {}, {}
   for argument in logdirs:
     label, _, logdir = argument.rpartition('=')
     label = label or os.path.basename(os.path.normpath(logdir))
@@ -116,7 +124,8 @@ def load_curves(logdirs, level):
     if not points:
       raise InputError(f'{logdir} has no {level}/episode_return summaries')
     curves[label] = curve(points)
-  return curves
+    entropies[label] = read_scalars(logdir, 'learner/entropy')
+  return curves, entropies
 
 
 FLAGS = flags.FLAGS
@@ -130,7 +139,7 @@ def main(argv):
   if len(argv) < 2 or not FLAGS.output:
     sys.exit('curves: error: give one or more log directories and --output')
   try:
-    curves = load_curves(argv[1:], FLAGS.level)
+    curves, entropies = load_runs(argv[1:], FLAGS.level)
     for extension in ('csv', 'png'):
       output_files.check_overwrite(f'{FLAGS.output}.{extension}',
                                    FLAGS.overwrite)
@@ -138,7 +147,7 @@ def main(argv):
     sys.exit(f'curves: error: {error}')
   output_files.write_atomically(f'{FLAGS.output}.csv', to_csv(curves))
   output_files.write_atomically(f'{FLAGS.output}.png',
-                                to_png(curves, FLAGS.level))
+                                to_png(curves, entropies, FLAGS.level))
   for label, run_curve in curves.items():
     best = float(np.max(run_curve.running_mean))
     print(f'{label}: {len(run_curve.returns)} games to '

@@ -29,8 +29,8 @@ class CurvesTest(tf.test.TestCase):
     run_curve = curves.curve([(f, -21.0 + i) for i, f in enumerate(
         [10, 20, 120, 130, 250])], window=1)
     rows = curves.to_csv({'r': run_curve}, every_frames=100).splitlines()
-    self.assertEqual(['r,20,2,-20,-20.000', 'r,130,4,-18,-18.000',
-                      'r,250,5,-17,-17.000'], rows[1:])
+    self.assertEqual(['r,20,-20.000', 'r,130,-18.000', 'r,250,-17.000'],
+                     rows[1:])
 
   def test_frames_to_reach(self):
     run_curve = curves.curve([(100, -21.0), (200, -1.0), (300, 20.0)],
@@ -44,6 +44,7 @@ class CurvesTest(tf.test.TestCase):
       for frames, value in games:
         tf.summary.scalar('atari/pong/episode_return', value, step=frames)
         tf.summary.scalar('atari/pong/episode_frames', 7.0, step=frames)
+        tf.summary.scalar('learner/entropy', 1.5, step=frames)
     writer.close()
 
   def test_reads_events_and_writes_csv_and_png(self):
@@ -61,13 +62,16 @@ class CurvesTest(tf.test.TestCase):
     self.assertIn('run_a: 30 games to 30,000 frames', result.stdout)
     with open(f'{output}.csv') as f:
       rows = f.read().splitlines()
+    self.assertEqual('run,frames,mean_return', rows[0])
     self.assertLen(rows, 2)  # All 30 games fall in the first 50k frames.
-    self.assertEqual('run_a,30000,30,-21,-20.000', rows[-1])
+    self.assertEqual('run_a,30000,-20.000', rows[-1])
     with open(f'{output}.png', 'rb') as f:
       self.assertEqual(b'\x89PNG', f.read(4))
-    labelled = curves.load_curves([f'paper settings={logdir}'],
-                                  'atari/pong')
+    labelled, entropies = curves.load_runs([f'paper settings={logdir}'],
+                                           'atari/pong')
     self.assertEqual(['paper settings'], list(labelled))
+    self.assertEqual([(frames, 1.5) for frames, _ in games],
+                     entropies['paper settings'])
 
   def test_a_run_without_games_is_one_line(self):
     logdir = tempfile.mkdtemp()

@@ -1,5 +1,6 @@
-"""Every preset under presets/ parses as an absl flag file, sets only flags
-experiment.py knows, and gives a configuration that passes its checks."""
+"""Every flag file a suite ships (atari57/*.flags, dmlab30/*.flags) parses,
+sets only flags experiment.py knows, and gives a configuration that passes
+its checks."""
 
 import glob
 import os
@@ -17,7 +18,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 class PresetsTest(tf.test.TestCase):
 
   def test_presets_parse_into_checked_configurations(self):
-    paths = sorted(glob.glob(os.path.join(REPO_ROOT, 'presets', '*.flags')))
+    paths = sorted(glob.glob(os.path.join(REPO_ROOT, '*', '*.flags')))
     self.assertNotEmpty(paths)
     for path in paths:
       with flagsaver.flagsaver():
@@ -31,7 +32,7 @@ class PresetsTest(tf.test.TestCase):
         self.assertEqual('train', config.mode, path)
 
   def test_the_atari_preset_sets_what_it_says(self):
-    path = os.path.join(REPO_ROOT, 'presets', 'atari_10m.flags')
+    path = os.path.join(REPO_ROOT, 'atari57', 'atari_10m.flags')
     with flagsaver.flagsaver():
       argv = flags.FLAGS.read_flags_from_files([f'--flagfile={path}'])
       flags.FLAGS(['experiment.py'] + argv)
