@@ -41,8 +41,8 @@ class PresetsTest(tf.test.TestCase):
     self.assertEqual(1e-5, config.epsilon)
     self.assertEqual(1e-3, config.learning_rate)
     self.assertEqual(10_000_000, config.total_environment_frames)
+    self.assertEqual(0.003, config.entropy_cost)
     # What the preset leaves alone stays the paper's (Table G.1).
-    self.assertEqual(0.01, config.entropy_cost)
     self.assertEqual(20, config.unroll_length)
     self.assertEqual(40.0, config.max_grad_norm)
 
