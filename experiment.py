@@ -37,6 +37,7 @@ from impala_tf import actor_task
 from impala_tf import agents
 from impala_tf import checkpointing
 from impala_tf import cluster as cluster_lib
+from impala_tf import corrections
 from impala_tf import domain as domain_lib
 from impala_tf import evaluation
 from impala_tf import learner as learner_lib
@@ -79,6 +80,11 @@ flags.DEFINE_float('baseline_cost', None, 'Baseline loss weight.')
 flags.DEFINE_float('discounting', None, 'Discount gamma.')
 flags.DEFINE_enum('reward_clipping', None, ['abs_one', 'soft_asymmetric'],
                   'Reward clipping.')
+flags.DEFINE_enum('off_policy_correction', 'vtrace',
+                  list(corrections.CORRECTIONS), 'The off-policy correction '
+                  '(the paper\'s Sec. 5.2.1): vtrace, one_step (importance '
+                  'weights on the policy gradient only), epsilon (log(pi + '
+                  '1e-6), no correction) or none.')
 flags.DEFINE_float('learning_rate', None, 'Initial learning rate.')
 flags.DEFINE_float('decay', None, 'RMSProp decay.')
 flags.DEFINE_float('momentum', None, 'RMSProp momentum.')

@@ -23,6 +23,7 @@ def build_learner(config, info, strategy=None):
       max_grad_norm=config.max_grad_norm,
       discounting=config.discounting, baseline_cost=config.baseline_cost,
       entropy_cost=config.entropy_cost,
-      reward_clipping=config.reward_clipping)
+      reward_clipping=config.reward_clipping,
+      off_policy_correction=config.off_policy_correction)
   return learner_lib.Learner(agent, hparams, xla=config.xla,
                              strategy=strategy)

@@ -1,4 +1,5 @@
-"""The IMPALA learner: V-trace loss, RMSProp, learning-rate annealing.
+"""The IMPALA learner: V-trace loss (or another off-policy correction),
+RMSProp, learning-rate annealing.
 
 One `Learner` owns the agent's optimiser state and the global frame counter;
 `train_step` consumes a time-major batch of trajectories (see
@@ -10,9 +11,9 @@ import math
 
 import tensorflow as tf
 
+from impala_tf import corrections
 from impala_tf import losses
 from impala_tf import trajectory as trajectory_lib
-from impala_tf import vtrace
 
 LearnerHParams = collections.namedtuple(
     'LearnerHParams',
@@ -28,6 +29,7 @@ LearnerHParams = collections.namedtuple(
         'baseline_cost',  # Weight of the baseline loss.
         'entropy_cost',  # Weight of the entropy loss.
         'reward_clipping',  # One of losses.REWARD_CLIPPING_MODES.
+        'off_policy_correction',  # One of corrections.CORRECTIONS.
     ])
 
 
@@ -183,17 +185,21 @@ class Learner(tf.Module):
                                   hparams.reward_clipping)
     discounts = losses.discounts_from_done(env_outputs.done[1:],
                                            hparams.discounting)
-    vtrace_returns = vtrace.from_logits(
+    actions = agent_outputs.action[1:]
+    targets = corrections.targets(
+        hparams.off_policy_correction,
         behaviour_policy_logits=agent_outputs.policy_logits[1:],
         target_policy_logits=target_logits,
-        actions=agent_outputs.action[1:],
+        actions=actions,
         discounts=discounts,
         rewards=rewards,
         values=values,
         bootstrap_value=bootstrap_value)
     policy_gradient_loss = losses.policy_gradient_loss(
-        target_logits, agent_outputs.action[1:], vtrace_returns.pg_advantages)
-    baseline_loss = losses.baseline_loss(vtrace_returns.vs - values)
+        corrections.action_log_probs(hparams.off_policy_correction,
+                                     target_logits, actions),
+        targets.pg_advantages)
+    baseline_loss = losses.baseline_loss(targets.vs - values)
     entropy_loss = losses.entropy_loss(target_logits)
     total_loss = (
         policy_gradient_loss + hparams.baseline_cost * baseline_loss +
@@ -201,14 +207,14 @@ class Learner(tf.Module):
     num_steps = tf.cast(tf.size(values), tf.float32)
     return total_loss, {
         'baseline_explained_variance': explained_variance(
-            vtrace_returns.vs, values),
-        'advantage_std': tf.math.reduce_std(vtrace_returns.pg_advantages),
+            targets.vs, values),
+        'advantage_std': tf.math.reduce_std(targets.pg_advantages),
         'total_loss': total_loss,
         'policy_gradient_loss': policy_gradient_loss,
         'baseline_loss': baseline_loss,
         'entropy': -entropy_loss / num_steps,
         'mean_importance_weight': tf.reduce_mean(
-            tf.exp(vtrace_returns.log_rhos)),
+            tf.exp(targets.log_rhos)),
     }
 
   def _gradients(self, agent_state, env_outputs, agent_outputs):

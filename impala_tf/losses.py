@@ -10,20 +10,18 @@ import tensorflow as tf
 REWARD_CLIPPING_MODES = ('abs_one', 'soft_asymmetric', 'none')
 
 
-def policy_gradient_loss(policy_logits, actions, advantages):
+def policy_gradient_loss(action_log_probs, advantages):
   """-sum_t log pi(a_t|x_t) * A_t, with the advantages held constant.
 
   Args:
-    policy_logits: float32 `[T, B, A]` learner's logits.
-    actions: int32 `[T, B]` actions taken.
-    advantages: float32 `[T, B]` V-trace policy-gradient advantages.
+    action_log_probs: float32 `[T, B]` the learner's log pi(a_t|x_t) of the
+      actions taken (see `corrections.action_log_probs`).
+    advantages: float32 `[T, B]` policy-gradient advantages.
 
   Returns:
     Scalar float32 loss.
   """
-  cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(
-      labels=actions, logits=policy_logits)
-  return tf.reduce_sum(cross_entropy * tf.stop_gradient(advantages))
+  return -tf.reduce_sum(action_log_probs * tf.stop_gradient(advantages))
 
 
 def baseline_loss(advantages):

@@ -23,12 +23,6 @@ import tensorflow as tf
 
 VTraceReturns = collections.namedtuple('VTraceReturns', 'vs pg_advantages')
 
-VTraceFromLogitsReturns = collections.namedtuple(
-    'VTraceFromLogitsReturns',
-    'vs pg_advantages log_rhos behaviour_action_log_probs '
-    'target_action_log_probs')
-
-
 def action_log_probs(policy_logits, actions):
   """Log-probabilities of the taken actions.
 
@@ -41,69 +35,6 @@ def action_log_probs(policy_logits, actions):
   """
   return -tf.nn.sparse_softmax_cross_entropy_with_logits(
       logits=policy_logits, labels=actions)
-
-
-def from_logits(behaviour_policy_logits,
-                target_policy_logits,
-                actions,
-                discounts,
-                rewards,
-                values,
-                bootstrap_value,
-                clip_rho_threshold=1.0,
-                clip_pg_rho_threshold=1.0,
-                clip_c_threshold=1.0,
-                lambda_=1.0,
-                name='vtrace_from_logits'):
-  """V-trace for softmax policies given as logits.
-
-  Args:
-    behaviour_policy_logits: float32 `[T, B, ..., A]` logits of the actors'
-      policy mu.
-    target_policy_logits: float32 `[T, B, ..., A]` logits of the learner's
-      policy pi.
-    actions: int32 `[T, B, ...]` actions taken by mu.
-    discounts: float32 `[T, B, ...]` gamma_t, 0 where the episode ended at t.
-    rewards: float32 `[T, B, ...]` r_t.
-    values: float32 `[T, B, ...]` V(x_t).
-    bootstrap_value: float32 `[B, ...]` V(x_T).
-    clip_rho_threshold: rho_bar, or None for no clipping.
-    clip_pg_rho_threshold: rho_bar of the policy-gradient advantage, or None.
-    clip_c_threshold: c_bar, or None for no clipping.
-    lambda_: lambda of Remark 2, scales every c_i.
-    name: name scope.
-
-  Returns:
-    `VTraceFromLogitsReturns` with `vs` and `pg_advantages` `[T, B, ...]`,
-    `log_rhos` `[T, B, ...]` and both policies' action log-probabilities
-    `[T, B, ...]`.
-  """
-  with tf.name_scope(name):
-    behaviour_policy_logits = tf.convert_to_tensor(
-        behaviour_policy_logits, tf.float32)
-    target_policy_logits = tf.convert_to_tensor(target_policy_logits,
-                                                tf.float32)
-    actions = tf.convert_to_tensor(actions, tf.int32)
-    target_action_log_probs = action_log_probs(target_policy_logits, actions)
-    behaviour_action_log_probs = action_log_probs(behaviour_policy_logits,
-                                                  actions)
-    log_rhos = target_action_log_probs - behaviour_action_log_probs
-    returns = from_importance_weights(
-        log_rhos=log_rhos,
-        discounts=discounts,
-        rewards=rewards,
-        values=values,
-        bootstrap_value=bootstrap_value,
-        clip_rho_threshold=clip_rho_threshold,
-        clip_pg_rho_threshold=clip_pg_rho_threshold,
-        clip_c_threshold=clip_c_threshold,
-        lambda_=lambda_)
-    return VTraceFromLogitsReturns(
-        vs=returns.vs,
-        pg_advantages=returns.pg_advantages,
-        log_rhos=log_rhos,
-        behaviour_action_log_probs=behaviour_action_log_probs,
-        target_action_log_probs=target_action_log_probs)
 
 
 def _clipped(rhos, threshold):

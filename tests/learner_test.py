@@ -16,7 +16,8 @@ def make_hparams(**overrides):
       learning_rate=0.001, total_environment_frames=10_000,
       num_action_repeats=4, decay=0.99, momentum=0.0, epsilon=0.01,
       max_grad_norm=40.0, discounting=0.99, baseline_cost=0.5,
-      entropy_cost=0.01, reward_clipping='abs_one')
+      entropy_cost=0.01, reward_clipping='abs_one',
+      off_policy_correction='vtrace')
   return hparams._replace(**overrides)
 
 

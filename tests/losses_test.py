@@ -7,6 +7,7 @@ import tensorflow as tf
 import tensorflow_probability as tfp
 
 from impala_tf import losses
+from impala_tf import vtrace
 
 
 class LossesTest(tf.test.TestCase):
@@ -24,7 +25,8 @@ class LossesTest(tf.test.TestCase):
         distribution.log_prob(self.actions).numpy() * self.advantages)
     logits = tf.Variable(self.logits)
     with tf.GradientTape() as tape:
-      loss = losses.policy_gradient_loss(logits, self.actions, self.advantages)
+      loss = losses.policy_gradient_loss(
+          vtrace.action_log_probs(logits, self.actions), self.advantages)
     self.assertAllClose(expected, loss, rtol=1e-5)
     # d/dlogits of -A log softmax(logits)[a] = -A (onehot(a) - softmax).
     softmax = tf.nn.softmax(self.logits).numpy()
@@ -36,7 +38,8 @@ class LossesTest(tf.test.TestCase):
   def test_advantages_get_no_gradient(self):
     advantages = tf.Variable(self.advantages)
     with tf.GradientTape() as tape:
-      loss = losses.policy_gradient_loss(self.logits, self.actions, advantages)
+      loss = losses.policy_gradient_loss(
+          vtrace.action_log_probs(self.logits, self.actions), advantages)
     self.assertIsNone(tape.gradient(loss, advantages))
 
   def test_baseline_loss(self):

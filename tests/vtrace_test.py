@@ -4,44 +4,8 @@ import numpy as np
 import tensorflow as tf
 
 from impala_tf import vtrace
-
-
-def _clip(x, threshold):
-  return x if threshold is None else np.minimum(threshold, x)
-
-
-def direct_sum_vtrace(log_rhos, discounts, rewards, values, bootstrap_value,
-                      rho_bar, pg_rho_bar, c_bar, lambda_):
-  """Eq. 1 summed term by term in float64: v_s = V(x_s) + sum_t (...) dV_t."""
-  rhos = np.exp(log_rhos.astype(np.float64))
-  num_steps = log_rhos.shape[0]
-  values_ext = np.concatenate([values, bootstrap_value[None]], axis=0)
-  clipped_rhos = _clip(rhos, rho_bar)
-  cs = lambda_ * _clip(rhos, c_bar)
-  deltas = clipped_rhos * (
-      rewards + discounts * values_ext[1:] - values_ext[:-1])
-  vs = np.array(values, dtype=np.float64)
-  for s in range(num_steps):
-    for t in range(s, num_steps):
-      # gamma^{t-s} with per-step discounts, and prod_{i=s}^{t-1} c_i.
-      weight = np.prod(discounts[s:t], axis=0) * np.prod(cs[s:t], axis=0)
-      vs[s] = vs[s] + weight * deltas[t]
-  vs_ext = np.concatenate([vs, bootstrap_value[None]], axis=0)
-  pg_advantages = _clip(rhos, pg_rho_bar) * (
-      rewards + discounts * vs_ext[1:] - values)
-  return vs, pg_advantages
-
-
-def random_inputs(rng, shape, episode_end_probability=0.2):
-  """Random V-trace inputs `[T, B, ...]` with episode ends (discount 0)."""
-  done = rng.uniform(size=shape) < episode_end_probability
-  return dict(
-      # Wide spread so that some rhos exceed every threshold used below.
-      log_rhos=rng.normal(scale=1.5, size=shape).astype(np.float32),
-      discounts=(0.9 * ~done).astype(np.float32),
-      rewards=rng.normal(size=shape).astype(np.float32),
-      values=rng.normal(size=shape).astype(np.float32),
-      bootstrap_value=rng.normal(size=shape[1:]).astype(np.float32))
+from tests.reference_targets import direct_sum_vtrace
+from tests.reference_targets import random_inputs
 
 
 class VTraceTest(tf.test.TestCase):
@@ -113,47 +77,6 @@ class VTraceTest(tf.test.TestCase):
       total = tf.reduce_sum(returns.vs) + tf.reduce_sum(returns.pg_advantages)
     for value in inputs.values():
       self.assertIsNone(tape.gradient(total, value))
-
-  def test_from_logits_matches_importance_weights(self):
-    rng = np.random.default_rng(7)
-    num_steps, batch_size, num_actions = 6, 4, 5
-    inputs = random_inputs(rng, (num_steps, batch_size))
-    del inputs['log_rhos']
-    behaviour_logits = rng.normal(
-        size=(num_steps, batch_size, num_actions)).astype(np.float32)
-    target_logits = rng.normal(
-        size=(num_steps, batch_size, num_actions)).astype(np.float32)
-    actions = rng.integers(0, num_actions, size=(num_steps, batch_size))
-
-    returns = vtrace.from_logits(
-        behaviour_policy_logits=behaviour_logits,
-        target_policy_logits=target_logits,
-        actions=actions.astype(np.int32),
-        clip_rho_threshold=2.0,
-        clip_pg_rho_threshold=1.0,
-        **inputs)
-
-    def log_softmax(logits):
-      shifted = logits - logits.max(axis=-1, keepdims=True)
-      return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-
-    def taken(log_probs):
-      return np.take_along_axis(log_probs, actions[..., None], axis=-1)[..., 0]
-
-    expected_target = taken(log_softmax(target_logits))
-    expected_behaviour = taken(log_softmax(behaviour_logits))
-    self.assertAllClose(expected_target, returns.target_action_log_probs,
-                        atol=1e-5)
-    self.assertAllClose(expected_behaviour, returns.behaviour_action_log_probs,
-                        atol=1e-5)
-    self.assertAllClose(expected_target - expected_behaviour, returns.log_rhos,
-                        atol=1e-5)
-    expected_vs, expected_pg = direct_sum_vtrace(
-        log_rhos=expected_target - expected_behaviour,
-        rho_bar=2.0, pg_rho_bar=1.0, c_bar=1.0, lambda_=1.0, **inputs)
-    self.assertAllClose(expected_vs, returns.vs, rtol=1e-4, atol=1e-4)
-    self.assertAllClose(expected_pg, returns.pg_advantages, rtol=1e-4,
-                        atol=1e-4)
 
   def test_mismatched_shapes_are_rejected(self):
     inputs = random_inputs(np.random.default_rng(8), (5, 3))
