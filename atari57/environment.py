@@ -175,6 +175,9 @@ _Game = collections.namedtuple(
     [
         'indices',  # int `[n]`: the environments playing this game.
         'ale',  # Their ale_py.ALEVectorInterface.
+        # int `[n]`: the environments of its last results, in their order,
+        # which is the order `ale.send` takes actions in (see `_received`).
+        'result_indices',
         'action_indices',  # int32 `[A]`: agent action -> the game's action.
         'paddle_strength',  # float32 `[n]` ones (no paddle control).
     ])
@@ -212,7 +215,8 @@ class AtariVectorEnvironment(environments.BatchedEnvironment):
       action_indices = np.array(
           [available.index(action) for action in full_actions(available)]
           if full_action_set else range(len(available)), np.int32)
-      self._games.append(_Game(np.array(indices), ale, action_indices,
+      self._games.append(_Game(np.array(indices), ale, np.array(indices),
+                               action_indices,
                                np.ones(len(indices), np.float32)))
     self.num_actions = len(self._games[0].action_indices)
     self._lives = np.zeros(self.num_envs, np.int32)
@@ -253,9 +257,11 @@ class AtariVectorEnvironment(environments.BatchedEnvironment):
         (self.num_envs, FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
     for game in self._games:
       # Environment i is seeded seed + i whichever game it plays.
-      observations[game.indices], info = game.ale.reset(
-          np.arange(len(game.indices)), self._seed + game.indices)
-      self._lives[game.indices] = info['lives']
+      frames, info = game.ale.reset(np.arange(len(game.indices)),
+                                    self._seed + game.indices)
+      targets = self._received(game, info)
+      observations[targets] = frames
+      self._lives[targets] = info['lives']
     self._game_returns[:] = 0.0
     self._game_steps[:] = 0
     return self._env_output(np.zeros(self.num_envs, np.float32),
@@ -264,7 +270,7 @@ class AtariVectorEnvironment(environments.BatchedEnvironment):
   def step(self, actions):
     actions = np.asarray(actions, np.int32)
     for game in self._games:  # Each starts at once; recv waits below.
-      game.ale.send(game.action_indices[actions[game.indices]],
+      game.ale.send(game.action_indices[actions[game.result_indices]],
                     game.paddle_strength)
     observations = np.zeros(
         (self.num_envs, FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
@@ -273,7 +279,7 @@ class AtariVectorEnvironment(environments.BatchedEnvironment):
     lives = np.zeros(self.num_envs, np.int32)
     for game in self._games:
       frames, reward, terminated, truncated, info = game.ale.recv()
-      targets = game.indices[info['env_id']]  # In finishing order.
+      targets = self._received(game, info)
       observations[targets] = frames
       rewards[targets] = reward
       game_over[targets] = terminated | truncated
@@ -293,6 +299,18 @@ class AtariVectorEnvironment(environments.BatchedEnvironment):
     self._game_steps[game_over] = 0
     return self._env_output(rewards, game_over | life_lost,
                             observations), games
+
+  @staticmethod
+  def _received(game, info):
+    """The environments of a game's results, in their order.
+
+    ale-py names each result's environment in `info['env_id']` and pairs the
+    actions of the next `send` with the environments in that order. Its
+    synchronous mode (`batch_size=0`) keeps environment order, but nothing
+    here relies on it.
+    """
+    game.result_indices[:] = game.indices[info['env_id']]
+    return game.result_indices
 
   def _env_output(self, rewards, done, observations):
     """[N, stack, 84, 84] frames -> EnvOutput with [N, 84, 84, stack]."""

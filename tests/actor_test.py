@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 import tree
 
+from atari57 import environment as atari_environment
 from impala_tf import actor as actor_lib
 from impala_tf import agents
 from impala_tf import environments
@@ -25,18 +26,20 @@ def numpy_state(agent, batch_size):
 
 
 def run_actor(agent, num_trajectories, dynamic_batching_enabled=False,
-              policy_version=7):
-  """Runs one actor on Catch until it sent `num_trajectories`."""
-  env = environments.InProcessEnvironments(
-      [catch.Catch(seed=index) for index in range(NUM_ENVS)],
-      ['catch/plain'] * NUM_ENVS, num_action_repeats=1)
+              policy_version=7, env=None, unroll_length=UNROLL_LENGTH):
+  """Runs one actor (on Catch unless `env` is given) until it sent
+  `num_trajectories`."""
+  if env is None:
+    env = environments.InProcessEnvironments(
+        [catch.Catch(seed=index) for index in range(NUM_ENVS)],
+        ['catch/plain'] * NUM_ENVS, num_action_repeats=1)
   transport = transport_lib.LocalTransport(
-      capacity=num_trajectories + NUM_ENVS,
+      capacity=num_trajectories + env.num_envs,
       policy_version=lambda: policy_version)
   policy = actor_lib.Policy(agent, dynamic_batching_enabled)
   games = []
-  actor = actor_lib.Actor(env, policy, transport, UNROLL_LENGTH,
-                          numpy_state(agent, NUM_ENVS), catch.NUM_ACTIONS,
+  actor = actor_lib.Actor(env, policy, transport, unroll_length,
+                          numpy_state(agent, env.num_envs), agent.num_actions,
                           on_finished_game=games.append)
   threads = actor_lib.ActorThreads([actor], transport)
   threads.start()
@@ -69,6 +72,30 @@ class ActorTest(tf.test.TestCase):
                           outputs.baseline[:-1], atol=1e-5)
     self.assertNotEmpty(games)
     self.assertTrue(all(game.episode_return in (-1.0, 1.0) for game in games))
+
+  def test_learner_reevaluates_the_behaviour_policy_on_atari(self):
+    # Real Pong frames through the vector environment, the paper's Atari
+    # agent: frame t, the action that led to it and the logits that chose
+    # action t + 1 must stay paired, or the re-evaluation is off by a step.
+    env = atari_environment.AtariVectorEnvironment(['atari/pong'] * 3)
+    agent = agents.Agent(env.num_actions, (84, 84, 4), torso='shallow',
+                         core='feedforward', seed=1)
+    trajectories, _ = run_actor(agent, 2 * env.num_envs, env=env,
+                                unroll_length=5)
+    env.close()
+    for unroll in range(2):
+      batch = trajectory_lib.batch(
+          trajectories[unroll * env.num_envs:(unroll + 1) * env.num_envs])
+      self.assertEqual((6, 3, 84, 84, 4), batch.env_outputs.frame.shape)
+      outputs, _ = agent.unroll(batch.agent_outputs.action,
+                                batch.env_outputs, batch.agent_state)
+      behaviour_logits = batch.agent_outputs.policy_logits[1:]
+      self.assertAllClose(behaviour_logits, outputs.policy_logits[:-1],
+                          atol=1e-5)
+      # One step off is far off: the check can tell the pairings apart.
+      self.assertGreater(
+          np.abs(behaviour_logits[1:] - outputs.policy_logits[:-2]).max(),
+          0.01)
 
   def test_unrolls_overlap_by_one_step_and_carry_their_metadata(self):
     agent = agents.Agent(catch.NUM_ACTIONS, catch.observation_shape(catch.ROWS),

@@ -1,5 +1,7 @@
 """The Atari wrapper on real ALE games."""
 
+import functools
+
 import ale_py
 import dm_env
 import numpy as np
@@ -7,6 +9,7 @@ import tensorflow as tf
 
 from atari57 import environment
 from atari57 import scores
+from impala_tf import environments
 
 
 class AtariEnvironmentTest(tf.test.TestCase):
@@ -71,6 +74,40 @@ class AtariEnvironmentTest(tf.test.TestCase):
 
 
 
+class _ReversedResults:
+  """An `ale_py.ALEVectorInterface` that reports its environments last
+  first, as ale-py's contract allows: results name their environments in
+  `info['env_id']`, and `send` pairs action i with the environment of
+  result i of the last `recv` (or `reset`)."""
+
+  def __init__(self, ale):
+    self._ale = ale
+
+  def get_action_set(self):
+    return self._ale.get_action_set()
+
+  def reset(self, indices, seeds):
+    frames, info = self._ale.reset(indices, seeds)
+    return frames[::-1], {key: value[::-1] for key, value in info.items()}
+
+  def send(self, actions, paddle_strength):
+    # Result i was environment n - 1 - i.
+    self._ale.send(actions[::-1], paddle_strength[::-1])
+
+  def recv(self):
+    *results, info = self._ale.recv()
+    return (*[result[::-1] for result in results],
+            {key: value[::-1] for key, value in info.items()})
+
+
+class _ReversedVectorEnvironment(environment.AtariVectorEnvironment):
+
+  @staticmethod
+  def _vector_interface(*args):
+    return _ReversedResults(
+        environment.AtariVectorEnvironment._vector_interface(*args))
+
+
 class AtariVectorEnvironmentTest(tf.test.TestCase):
 
   def test_frames_match_the_numpy_wrapper(self):
@@ -87,6 +124,66 @@ class AtariVectorEnvironmentTest(tf.test.TestCase):
       self.assertLess(difference.mean(), 2.0, step)
       vector_output, _ = vector.step(np.full([2], action))
       frame = single.step(action).observation
+    vector.close()
+
+  def test_the_stack_holds_consecutive_frames_newest_last(self):
+    env = environment.AtariVectorEnvironment(['atari/pong'] * 2)
+    output = env.reset()
+    # A game starts with its first frame alone, in the last channel.
+    self.assertEqual(0, output.frame[..., :3].max())
+    self.assertAllGreater(output.frame[..., 3].max(axis=(1, 2)), 0)
+    rng = np.random.default_rng(0)
+    newest_changed = 0
+    for step in range(100):
+      previous = output.frame
+      output, _ = env.step(rng.integers(0, 6, size=2))
+      self.assertFalse(output.done.any())  # Pong's first game goes on.
+      # Each step drops the oldest frame and appends the newest.
+      self.assertAllEqual(previous[..., 1:], output.frame[..., :-1], step)
+      newest_changed += np.sum(np.any(
+          output.frame[..., 3] != output.frame[..., 2], axis=(1, 2)))
+    # Real, moving game frames in every channel, not repeats or padding.
+    self.assertGreater(newest_changed, 0.9 * 2 * 100)
+    self.assertAllGreater(output.frame.std(axis=(1, 2)), 10.0)
+    env.close()
+
+  def test_rewards_and_episode_ends_match_the_numpy_wrapper(self):
+    # The numpy wrapper in its own process, as test mode runs it: the same
+    # actions give the same rewards, lost lives and game ends on the same
+    # steps, and a game's end comes with the next game's first frame.
+    vector = environment.AtariVectorEnvironment(['atari/breakout'])
+    single = environments.ProcessEnvironments(
+        [functools.partial(environment.AtariEnvironment, 'atari/breakout')],
+        ['atari/breakout'], num_action_repeats=4)
+    self.addCleanup(single.close)
+    vector.reset()
+    single.reset()
+    rng = np.random.default_rng(0)
+    rewards, episode_ends, games, steps_after_game = 0, 0, [], 0
+    for step in range(400):
+      actions = rng.integers(0, 4, size=1)
+      vector_output, vector_games = vector.step(actions)
+      single_output, single_games = single.step(actions)
+      self.assertEqual(single_output.reward[0], vector_output.reward[0], step)
+      self.assertEqual(single_output.done[0], vector_output.done[0], step)
+      self.assertEqual(single_games, vector_games, step)
+      # Newest frames only: after a lost life the numpy wrapper restarts
+      # its stack, the vector one keeps it.
+      difference = np.abs(vector_output.frame[0, ..., 3].astype(float) -
+                          single_output.frame[0, ..., 3])
+      self.assertLess(difference.mean(), 2.0, step)
+      if vector_games:
+        self.assertEqual(0, vector_output.frame[0, ..., :3].max())
+        self.assertEqual(0, single_output.frame[0, ..., :3].max())
+      rewards += vector_output.reward[0] != 0
+      episode_ends += vector_output.done[0]
+      games += vector_games
+      steps_after_game += bool(games)
+      if steps_after_game == 20:  # Both went on with the same new game.
+        break
+    self.assertLen(games, 1)
+    self.assertEqual(5, episode_ends)  # 4 lost lives, then the game's end.
+    self.assertGreater(rewards, 0)
     vector.close()
 
   def test_life_loss_ends_learning_episodes_but_not_the_game(self):
@@ -144,6 +241,29 @@ class AtariVectorEnvironmentTest(tf.test.TestCase):
     self.assertIn('atari/breakout', [level for level, _, _ in finished])
     self.assertEqual({1}, {index for level, index, _ in finished
                            if level == 'atari/breakout'})
+
+  def test_actions_and_results_pair_with_their_environments_in_any_order(self):
+    # ale-py pairs the actions it is sent with the environments of its last
+    # results, in their order, which need not be ours (its synchronous mode
+    # keeps ours): every environment must still get its own action and
+    # return its own results.
+    levels = ['atari/pong', 'atari/breakout', 'atari/pong', 'atari/pong']
+    ordered = environment.AtariVectorEnvironment(levels, seed=3,
+                                                 full_action_set=True)
+    reversed_ = _ReversedVectorEnvironment(levels, seed=3,
+                                           full_action_set=True)
+    ordered_output, reversed_output = ordered.reset(), reversed_.reset()
+    rng = np.random.default_rng(0)
+    for step in range(50):
+      for field in ('frame', 'reward', 'done'):
+        self.assertAllEqual(getattr(ordered_output, field),
+                            getattr(reversed_output, field),
+                            f'{field} at step {step}')
+      actions = rng.integers(0, 18, size=len(levels))
+      ordered_output, _ = ordered.step(actions)
+      reversed_output, _ = reversed_.step(actions)
+    ordered.close()
+    reversed_.close()
 
   def test_all_18_actions_act_in_every_game(self):
     # ale-py gives Skiing 9 legal actions (no fire button; its vector
