@@ -85,6 +85,16 @@ flags.DEFINE_enum('off_policy_correction', 'vtrace',
                   '(the paper\'s Sec. 5.2.1): vtrace, one_step (importance '
                   'weights on the policy gradient only), epsilon (log(pi + '
                   '1e-6), no correction) or none.')
+flags.DEFINE_float('replay_proportion', 0.0, 'Experience replay (the '
+                   'paper\'s Sec. 5.2.2, which uses 0.5): the part of each '
+                   'batch drawn uniformly from the last --replay_capacity '
+                   'trajectories; 0: none.')
+flags.DEFINE_integer('replay_capacity', 10_000, 'Trajectories the replay '
+                     'buffer holds, first in first out.', lower_bound=1)
+flags.DEFINE_integer('actor_weights_delay', 0, 'Local runs: actors act '
+                     'with weights this many learner updates old (the '
+                     'paper\'s policy-lag analysis); 0: the newest.',
+                     lower_bound=0)
 flags.DEFINE_float('learning_rate', None, 'Initial learning rate.')
 flags.DEFINE_float('decay', None, 'RMSProp decay.')
 flags.DEFINE_float('momentum', None, 'RMSProp momentum.')
@@ -191,6 +201,9 @@ def make_config(flag_values):
   if config['mode'] == 'train' and config['num_actors'] < len(levels):
     raise UsageError(f'--num_actors={config["num_actors"]} is fewer than '
                      f'the {len(levels)} levels; each level needs an actor')
+  if config['actor_weights_delay'] and config['job_name'] != 'local':
+    raise UsageError('--actor_weights_delay works in local runs only '
+                     '(--job_name=local)')
   config['levels'] = levels
   try:
     config.update(cluster_lib.task_settings(

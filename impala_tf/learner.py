@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from impala_tf import corrections
 from impala_tf import losses
+from impala_tf import replay
 from impala_tf import trajectory as trajectory_lib
 
 LearnerHParams = collections.namedtuple(
@@ -30,6 +31,7 @@ LearnerHParams = collections.namedtuple(
         'entropy_cost',  # Weight of the entropy loss.
         'reward_clipping',  # One of losses.REWARD_CLIPPING_MODES.
         'off_policy_correction',  # One of corrections.CORRECTIONS.
+        'replay_proportion',  # Replayed part of each batch (uncounted).
     ])
 
 
@@ -45,6 +47,7 @@ HPARAM_RANGES = {
     'discounting': ('in [0, 1]', lambda x: 0 <= x <= 1),
     'baseline_cost': ('>= 0', lambda x: x >= 0),
     'entropy_cost': ('>= 0', lambda x: x >= 0),
+    'replay_proportion': ('in [0, 1)', lambda x: 0 <= x < 1),
 }
 
 
@@ -227,8 +230,11 @@ class Learner(tf.Module):
     gradients = tape.gradient(total_loss, self.agent.trainable_variables)
     unroll_length = env_outputs.reward.shape[0] - 1
     batch_size = env_outputs.reward.shape[1]
+    # Replayed trajectories were counted when they were new.
+    new_trajectories = batch_size - replay.num_replayed(
+        batch_size, self.hparams.replay_proportion)
     frames = tf.constant(
-        unroll_length * batch_size * self.hparams.num_action_repeats,
+        unroll_length * new_trajectories * self.hparams.num_action_repeats,
         tf.int64)
     return gradients, stats, frames
 

@@ -16,9 +16,11 @@ from impala_tf import checkpointing
 from impala_tf import cluster as cluster_lib
 from impala_tf import local_actors
 from impala_tf import progress
+from impala_tf import replay
 from impala_tf import rpc_transport
 from impala_tf import staging
 from impala_tf import transport as transport_lib
+from impala_tf import weight_delay
 from impala_tf.domain import UsageError
 
 FINISH_GRACE_SECS = 3  # A finished learner still answers actors this long.
@@ -30,6 +32,7 @@ _Experience = collections.namedtuple(
         'transport',  # LocalTransport or rpc_transport.LearnerService.
         'actors',  # local_actors.Actors, or None for remote actors.
         'description',  # For the start line.
+        'after_update',  # Called with the update count after each update.
     ])
 
 
@@ -62,19 +65,30 @@ def train(config, domain, stop=None, print_fn=print):
   num_updates = int(learner.num_updates.numpy())
   # Fresh random streams after a restart, not a replay of the first run's.
   tf.random.set_seed(config.seed + num_updates)
+  replay_mib = _replay_size_mib(config, learner.agent, info)
   game_log = progress.GameLog()
   experience = _experience(config, domain, learner, info, game_log,
                            config.seed * 1_000_003 + num_updates, print_fn)
-  loop = _TrainingLoop(config, domain, learner, experience.transport,
-                       game_log, stop, batch_size=config.batch_size //
-                       num_learners, is_chief=is_chief, print_fn=print_fn)
+  batches_from = experience.transport
+  if config.replay_proportion > 0:
+    batches_from = replay.ReplayTransport(
+        experience.transport, config.replay_proportion,
+        config.replay_capacity, config.seed + num_updates)
+  loop = _TrainingLoop(config, domain, learner, batches_from, game_log,
+                       stop, batch_size=config.batch_size // num_learners,
+                       is_chief=is_chief, print_fn=print_fn,
+                       after_update=experience.after_update)
   print_fn(f'Training {config.agent} {config.core} agent on '
            f'{config.level_name} ({len(config.levels)} level'
            f'{"s" if len(config.levels) > 1 else ""}, {info.num_actions} '
            f'actions): {experience.description}, batch {loop.batch_size}, '
            f'unroll {config.unroll_length}, '
-           f'{config.total_environment_frames:,} frames; logdir '
-           f'{config.logdir}.')
+           f'{config.total_environment_frames:,} frames, '
+           f'{config.off_policy_correction} correction'
+           + (f', replay {config.replay_proportion:.0%} of each batch from '
+              f'up to {config.replay_capacity:,} trajectories '
+              f'({replay_mib:,.0f} MiB)' if replay_mib is not None else '')
+           + f'; logdir {config.logdir}.')
   try:
     loop.run(manager)
   except transport_lib.Closed:
@@ -90,6 +104,20 @@ def train(config, domain, stop=None, print_fn=print):
   return loop.finish(manager)
 
 
+def _replay_size_mib(config, agent, info):
+  """The replay buffer's size when full, or None without replay; a
+  `UsageError` when it would not fit in memory."""
+  if config.replay_proportion == 0:
+    return None
+  spec = rpc_transport.unroll_spec(agent, config.unroll_length,
+                                   info.frame_shape, info.instruction_length)
+  try:
+    return replay.check_capacity(config.replay_capacity,
+                                 replay.trajectory_bytes(spec))
+  except ValueError as error:
+    raise UsageError(error) from None
+
+
 def _synchronous_strategy(config):
   return tf.distribute.MultiWorkerMirroredStrategy(
       cluster_resolver=cluster_lib.collective_cluster_resolver(
@@ -102,16 +130,7 @@ def _synchronous_strategy(config):
 def _experience(config, domain, learner, info, game_log, seed, print_fn):
   """Local actors in threads, or the service remote actor tasks send to."""
   if config.job_name != 'learner':
-    transport = transport_lib.LocalTransport(
-        config.queue_capacity,
-        policy_version=lambda: int(learner.num_updates.numpy()))
-    actors = local_actors.Actors(
-        config, domain,
-        local_actors.assign_levels(config.levels, config.num_actors),
-        learner.agent, transport, game_log.add, seed)
-    return _Experience(
-        transport, actors,
-        f'{config.num_actors} actors in {actors.num_threads} threads')
+    return _local_experience(config, domain, learner, info, game_log, seed)
   num_learners = len(config.learner_hosts)
   served = {index: address for index, address in
             enumerate(config.actor_hosts)
@@ -130,7 +149,33 @@ def _experience(config, domain, learner, info, game_log, seed, print_fn):
       transport, None,
       f'learner {config.task} of {num_learners} on '
       f'{config.learner_hosts[config.task]}, serving actor tasks '
-      f'{", ".join(str(index) for index in served)}')
+      f'{", ".join(str(index) for index in served)}',
+      after_update=lambda num_updates: None)
+
+
+def _local_experience(config, domain, learner, info, game_log, seed):
+  """Actors in threads acting with the learner's own variables, or with a
+  copy `actor_weights_delay` updates behind."""
+  actor_agent, after_update = learner.agent, lambda num_updates: None
+  policy_version = lambda: int(learner.num_updates.numpy())
+  description = f'{config.num_actors} actors'
+  if config.actor_weights_delay:
+    actor_agent = builders.build_agent(config, info)
+    delayed = weight_delay.DelayedWeights(
+        learner.agent, actor_agent, config.actor_weights_delay,
+        int(learner.num_updates.numpy()))
+    after_update, policy_version = delayed.record, lambda: delayed.version
+    description += (f' acting with weights {config.actor_weights_delay} '
+                    'updates old')
+  transport = transport_lib.LocalTransport(config.queue_capacity,
+                                           policy_version)
+  actors = local_actors.Actors(
+      config, domain,
+      local_actors.assign_levels(config.levels, config.num_actors),
+      actor_agent, transport, game_log.add, seed)
+  return _Experience(transport, actors,
+                     f'{description} in {actors.num_threads} threads',
+                     after_update)
 
 
 def _shut_down(experience, finished):
@@ -150,7 +195,7 @@ class _TrainingLoop:
   """Batches to updates, with progress lines, summaries and checkpoints."""
 
   def __init__(self, config, domain, learner, transport, game_log, stop,
-               batch_size, is_chief, print_fn):
+               batch_size, is_chief, print_fn, after_update):
     self._config = config
     self._domain = domain
     self._learner = learner
@@ -160,6 +205,7 @@ class _TrainingLoop:
     self.batch_size = batch_size
     self._is_chief = is_chief
     self._print = print_fn
+    self._after_update = after_update
     self._staging_area = staging.StagingArea(
         transport, batch_size,
         device='/GPU:0' if tf.config.list_logical_devices('GPU') else None)
@@ -185,6 +231,7 @@ class _TrainingLoop:
       self._policy_lags.append(self.num_updates -
                                batch.policy_version.mean())
       self.num_updates += 1
+      self._after_update(self.num_updates)
       self.frames = int(self._learner.num_environment_frames.numpy())
       self._report()
       if (self._is_chief and time.monotonic() - last_checkpoint >
