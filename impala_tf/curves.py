@@ -105,6 +105,12 @@ def to_png(curves, entropies, level):
   entropy_axes.set_xlabel('environment frames (millions)')
   for axes in (returns_axes, entropy_axes):
     axes.grid(alpha=0.3)
+  return figure_png(figure)
+
+
+def figure_png(figure):
+  """A matplotlib figure's PNG bytes; the figure is closed."""
+  from matplotlib import pyplot
   buffer = io.BytesIO()
   figure.savefig(buffer, format='png', dpi=100, bbox_inches='tight')
   pyplot.close(figure)
@@ -129,10 +135,15 @@ def load_runs(logdirs, level):
 
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string('level', 'atari/pong', 'The level whose games to plot.')
-flags.DEFINE_string('output', None, 'Path without extension: .csv and .png '
-                    'are written there.')
-flags.DEFINE_boolean('overwrite', False, 'Replace existing output files.')
+
+
+def _define_flags():
+  """The command line's flags; only when run as one, so that programs
+  importing this module keep their own (e.g. experiment.py's --overwrite)."""
+  flags.DEFINE_string('level', 'atari/pong', 'The level whose games to plot.')
+  flags.DEFINE_string('output', None, 'Path without extension: .csv and '
+                      '.png are written there.')
+  flags.DEFINE_boolean('overwrite', False, 'Replace existing output files.')
 
 
 def main(argv):
@@ -156,4 +167,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  _define_flags()
   app.run(main)
