@@ -123,6 +123,10 @@ flags.DEFINE_integer('connect_timeout_secs', 300, 'How long an actor '
                      'retries an unreachable learner (and learners each '
                      'other) before it gives up with an error.',
                      lower_bound=1)
+flags.DEFINE_integer('actor_hang_secs', 300, 'An actor thread that '
+                     'makes no environment step for this long (not waiting '
+                     'on the learner) ends the run with an error, after a '
+                     'checkpoint.', lower_bound=1)
 flags.DEFINE_integer('actor_silence_secs', 30, 'A learner logs an actor '
                      'task that sent nothing for this long as lost.',
                      lower_bound=1)

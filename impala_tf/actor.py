@@ -7,6 +7,7 @@ merges the concurrent calls of all actors into one batched forward pass
 """
 
 import threading
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -84,6 +85,11 @@ class Actor:
     self._core_state = initial_state
     self._num_actions = num_actions
     self._on_finished_game = on_finished_game or (lambda game: None)
+    # For hang detection: when the actor last stepped or sent, and whether
+    # it waits on the learner now (a full queue is no hang).
+    self.last_progress = time.monotonic()
+    self.waiting_on_learner = False
+    self.level_names = list(environment.level_names)
 
   def run(self):
     """Acts until the transport closes."""
@@ -96,13 +102,17 @@ class Actor:
         baseline=np.zeros([num_envs], np.float32))
     try:
       while True:
+        self.waiting_on_learner = True
         policy_version = self._transport.policy_version()
+        self.waiting_on_learner = False
+        self.last_progress = time.monotonic()
         initial_state = self._core_state
         env_outputs, agent_outputs = [env_output], [agent_output]
         for _ in range(self._unroll_length):
           agent_output, self._core_state = self._policy(
               agent_output.action, env_output, self._core_state)
           env_output, games = self._environment.step(agent_output.action)
+          self.last_progress = time.monotonic()
           for game in games:
             self._on_finished_game(game)
           env_outputs.append(env_output)
@@ -115,7 +125,10 @@ class Actor:
                                            *env_outputs),
             agent_outputs=tree.map_structure(lambda *xs: np.stack(xs),
                                              *agent_outputs))
+        self.waiting_on_learner = True
         self._transport.send(unroll)
+        self.waiting_on_learner = False
+        self.last_progress = time.monotonic()
     except transport_lib.Closed:
       return
 
@@ -124,18 +137,43 @@ class ActorError(RuntimeError):
   """An actor thread (or the environment it steps) failed."""
 
 
-class ActorThreads:
-  """Runs actors in threads; an actor's crash closes the transport and is
-  re-raised by `check`."""
+class ActorHang(RuntimeError):
+  """An actor made no step for longer than the hang limit."""
 
-  def __init__(self, actors, transport):
+
+class ActorThreads:
+  """Runs actors in threads; an actor's crash, or a hang of more than
+  `hang_secs` without a step while not waiting on the learner, closes the
+  transport and is re-raised by `check`."""
+
+  WATCH_SECONDS = 1.0  # How often the watchdog looks.
+
+  def __init__(self, actors, transport, hang_secs=None):
     self._transport = transport
     self._errors = []
+    self._actors = actors
+    self._hang_secs = hang_secs
     self._threads = [
         threading.Thread(target=self._run, args=(actor,), daemon=True,
                          name=f'actor_{index}')
         for index, actor in enumerate(actors)
     ]
+    if hang_secs:
+      self._threads.append(threading.Thread(
+          target=self._watch, daemon=True, name='actor_watchdog'))
+
+  def _watch(self):
+    while not self._transport.closed:
+      time.sleep(self.WATCH_SECONDS)
+      now = time.monotonic()
+      for index, actor in enumerate(self._actors):
+        if not actor.waiting_on_learner and now - actor.last_progress > self._hang_secs:
+          levels = sorted(set(actor.level_names))
+          self._errors.append(ActorHang(
+              f'actor thread {index} ({", ".join(levels)}) made no step '
+              f'for {self._hang_secs:g} s (--actor_hang_secs)'))
+          self._transport.close()
+          return
 
   def _run(self, actor):
     try:
@@ -164,5 +202,8 @@ class ActorThreads:
                        f'{message}') from error
 
   def join(self, timeout=30):
+    """Waits for the threads; not for a hung one."""
+    if any(isinstance(error, ActorHang) for error in self._errors):
+      return
     for thread in self._threads:
       thread.join(timeout)

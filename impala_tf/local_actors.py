@@ -51,7 +51,7 @@ class Actors:
                 lambda x: x.numpy(), agent.initial_state(env.num_envs)),
             num_actions=agent.num_actions, on_finished_game=on_finished_game)
         for env in self._environments
-    ], transport)
+    ], transport, hang_secs=config.actor_hang_secs)
     self.threads.start()
 
   @property

@@ -1,10 +1,12 @@
 """Checkpoints survive: a truncated newest checkpoint is reported in one
 line and the run resumes from the newest readable one; a failing actor ends
-the run with its error after a checkpoint."""
+the run with its error after a checkpoint, and so does a hanging one."""
 
 import glob
 import os
 import tempfile
+import threading
+import time
 
 import tensorflow as tf
 
@@ -28,7 +30,22 @@ class FailingCatch(catch.Catch):
     return super().step(action)
 
 
+class HangingCatch(catch.Catch):
+  """Catch whose environment stops answering after 2,000 steps."""
+
+  def __init__(self, seed=0):
+    super().__init__(seed)
+    self._steps = 0
+
+  def step(self, action):
+    self._steps += 1
+    if self._steps > 2_000:
+      threading.Event().wait()  # Forever.
+    return super().step(action)
+
+
 pipeline_util.LEVELS['catch/failing'] = FailingCatch
+pipeline_util.LEVELS['catch/hanging'] = HangingCatch
 
 RUN = dict(level_name='catch/plain', num_actors=8, num_actor_threads=2,
            batch_size=4, progress_interval_secs=1)
@@ -82,6 +99,20 @@ class CheckpointingTest(tf.test.TestCase):
     latest = tf.train.latest_checkpoint(checkpointing.directory(logdir))
     self.assertIsNotNone(latest)
     self.assertGreater(int(latest.rsplit('-', 1)[1]), 0)  # Updates done.
+
+  def test_a_hanging_actor_ends_the_run_after_a_checkpoint(self):
+    logdir = tempfile.mkdtemp()
+    started = time.monotonic()
+    with self.assertRaisesRegex(
+        actor_lib.ActorError, r'^an actor failed: ActorHang: actor thread '
+        r'\d \(catch/hanging\) made no step for 3 s \(--actor_hang_secs\)$'):
+      pipeline_util.train(logdir=logdir, total_environment_frames=10**6,
+                          actor_hang_secs=3,
+                          **dict(RUN, level_name='catch/hanging'))
+    self.assertLess(time.monotonic() - started, 120)
+    latest = tf.train.latest_checkpoint(checkpointing.directory(logdir))
+    self.assertIsNotNone(latest)
+    self.assertGreater(int(latest.rsplit('-', 1)[1]), 0)
 
 
 if __name__ == '__main__':
