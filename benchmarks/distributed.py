@@ -47,7 +47,7 @@ def configurations():
   common = ['--level_name=atari/pong', '--agent=shallow',
             '--core=feedforward', '--unroll_length=20', '--batch_size=32',
             f'--num_actors={FLAGS.num_actors}',
-            '--total_environment_frames=1e10', '--progress_interval_secs=5']
+            '--total_environment_frames=1e10', '--progress_interval_secs=1']
   launch = ['launch.py', f'--num_actor_tasks={FLAGS.num_actor_tasks}',
             '--base_port=8400']
   return {

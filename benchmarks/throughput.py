@@ -33,12 +33,15 @@ flags.DEFINE_float('warmup_seconds', 20.0, 'Seconds before measuring.')
 flags.DEFINE_string('level', 'atari/pong', 'The Atari level, suite '
                     '(atari57) or comma-separated levels, as --level_name.')
 flags.DEFINE_list('only', [], 'Run only these configurations.')
+flags.DEFINE_integer('num_actors', 64, 'Environments in every '
+                     'configuration.', lower_bound=1)
 flags.DEFINE_string('child', None, 'Internal: run one configuration.')
 FLAGS = flags.FLAGS
 
-# name -> experiment.py flags. Every one: shallow agent, T=20, B=32.
+# name -> experiment.py flags. Every one: shallow agent, T=20, B=32, and
+# --num_actors environments.
 COMMON = ['--agent=shallow', '--unroll_length=20', '--batch_size=32',
-          '--num_actors=64', '--num_actor_threads=2']
+          '--num_actor_threads=2']
 CONFIGURATIONS = {
     'env_ceiling_vector': COMMON + ['--atari_environment=vector'],
     'env_ceiling_process': COMMON + ['--atari_environment=process'],
@@ -161,6 +164,9 @@ def _train(config, seconds, warmup):
                    print_fn=record)
   timer.cancel()
   measured = [m for m in marks if m[0] >= marks[0][0] + warmup]
+  if len(measured) < 2:
+    raise RuntimeError(f'fewer than 2 progress lines in the {seconds} s '
+                       'measured: give more --seconds')
   (t0, f0), (t1, f1) = measured[0], measured[-1]
   return (f1 - f0) / (t1 - t0)
 
@@ -171,16 +177,23 @@ def run_child(name):
   flag_values = experiment.FLAGS
   flag_values([sys.argv[0], f'--level_name={FLAGS.level}',
                f'--logdir={tempfile.mkdtemp()}',
-               '--total_environment_frames=1e12'] + CONFIGURATIONS[name])
+               '--total_environment_frames=1e12',
+               f'--num_actors={FLAGS.num_actors}'] + CONFIGURATIONS[name])
   config = experiment.make_config(flag_values)
   memory = PeakMemory()
   measure = _environment_ceiling if name.startswith('env_') else _train
-  fps = measure(config, FLAGS.seconds, FLAGS.warmup_seconds)
-  memory.stop()
+  try:
+    fps = measure(config, FLAGS.seconds, FLAGS.warmup_seconds)
+  except RuntimeError as error:
+    print(json.dumps({'name': name, 'error': str(error)}), flush=True)
+    return
+  finally:
+    memory.stop()
   print(json.dumps({
       'name': name, 'level': FLAGS.level, 'frames_per_second': round(fps),
       'peak_rss_mib': round(memory.peak / 2**20),
-      'flags': CONFIGURATIONS[name]}), flush=True)
+      'num_actors': FLAGS.num_actors, 'flags': CONFIGURATIONS[name]}),
+        flush=True)
 
 
 def main(argv):
@@ -195,11 +208,13 @@ def main(argv):
     result = subprocess.run(
         [sys.executable, os.path.abspath(__file__), f'--child={name}',
          f'--seconds={FLAGS.seconds}',
-         f'--warmup_seconds={FLAGS.warmup_seconds}', f'--level={FLAGS.level}'],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+         f'--warmup_seconds={FLAGS.warmup_seconds}', f'--level={FLAGS.level}',
+         f'--num_actors={FLAGS.num_actors}'],
+        capture_output=True, text=True)
+    last_error = (result.stderr.strip().splitlines() or [''])[-1]
     print(result.stdout.strip() or json.dumps(
-        {'name': name, 'error': f'exit status {result.returncode}'}),
-          flush=True)
+        {'name': name, 'error': f'exit status {result.returncode}: '
+                                f'{last_error}'}), flush=True)
 
 
 if __name__ == '__main__':

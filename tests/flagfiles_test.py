@@ -15,9 +15,9 @@ from tests import pipeline_util  # pylint: disable=unused-import (parses flags)
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class PresetsTest(tf.test.TestCase):
+class FlagFilesTest(tf.test.TestCase):
 
-  def test_presets_parse_into_checked_configurations(self):
+  def test_flag_files_parse_into_checked_configurations(self):
     paths = sorted(glob.glob(os.path.join(REPO_ROOT, '*', '*.flags')))
     self.assertNotEmpty(paths)
     for path in paths:
