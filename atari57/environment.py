@@ -80,8 +80,9 @@ class AtariEnvironment(dm_env.Environment):
   """One ALE game. Observations: uint8 `[84, 84, 4]`, the newest frame last.
 
   With `end_episode_on_life_loss`, losing a life ends the episode for the
-  learner (discount 0) while the game goes on; `game_over` and
-  `game_return` describe whole games, which is what scores report.
+  learner (discount 0) while the game and the frame stack go on;
+  `game_over` and `game_return` describe whole games, which is what scores
+  report.
   """
 
   def __init__(self,
@@ -121,6 +122,9 @@ class AtariEnvironment(dm_env.Environment):
     return specs.DiscreteArray(len(self._actions), name='action')
 
   def reset(self):
+    """A new game and stack after a game's end; after a lost life the game
+    and its stack go on, as in `AtariVectorEnvironment` (and envpool's
+    `episodic_life`, ale-py's `life_loss_info`: no reset on a lost life)."""
     if self.game_over:
       self._ale.reset_game()
       self.game_over = False
@@ -130,10 +134,10 @@ class AtariEnvironment(dm_env.Environment):
           self._ale.act(ale_py.Action.NOOP)
           if self._ale.game_over():
             self._ale.reset_game()
-    self._lives = self._ale.lives()
-    self._ale.getScreenGrayscale(self._raw_frames[0])
-    self._stack[:] = 0
-    self._push_frame(self._raw_frames[0])
+      self._lives = self._ale.lives()
+      self._ale.getScreenGrayscale(self._raw_frames[0])
+      self._stack[:] = 0
+      self._push_frame(self._raw_frames[0])
     return dm_env.restart(self._stack.copy())
 
   def step(self, action):

@@ -62,6 +62,28 @@ class AtariEnvironmentTest(tf.test.TestCase):
       self.assertLess(game_steps, 5000)
     self.assertEqual(5, episodes)  # Breakout has 5 lives.
 
+  def test_the_stack_goes_on_after_a_lost_life_and_restarts_with_a_game(self):
+    env = environment.AtariEnvironment('atari/breakout', seed=0)
+    timestep = env.reset()
+    lives_lost = 0
+    while not env.game_over:
+      previous = timestep.observation
+      timestep = env.step(1)  # FIRE launches the ball after each lost life.
+      if timestep.last() and not env.game_over:
+        lives_lost += 1
+        first = env.reset().observation
+        # The stack holds the frames before the lost life, as in training.
+        self.assertAllEqual(timestep.observation, first)
+        self.assertAllEqual(previous[..., 1:], first[..., :-1])
+        self.assertAllGreater(first.max(axis=(0, 1)), 0)
+        timestep = env.step(1)
+        self.assertAllEqual(first[..., 1:], timestep.observation[..., :-1])
+    self.assertEqual(4, lives_lost)
+    # A new game starts with its first frame alone.
+    first = env.reset().observation
+    self.assertEqual(0, first[..., :-1].max())
+    self.assertGreater(first[..., -1].max(), 0)
+
   def test_noop_starts_vary_the_first_frame(self):
     first_frames = []
     for seed in range(4):
@@ -167,11 +189,13 @@ class AtariVectorEnvironmentTest(tf.test.TestCase):
       self.assertEqual(single_output.reward[0], vector_output.reward[0], step)
       self.assertEqual(single_output.done[0], vector_output.done[0], step)
       self.assertEqual(single_games, vector_games, step)
-      # Newest frames only: after a lost life the numpy wrapper restarts
-      # its stack, the vector one keeps it.
-      difference = np.abs(vector_output.frame[0, ..., 3].astype(float) -
-                          single_output.frame[0, ..., 3])
+      # Whole stacks: both keep theirs after a lost life and restart them
+      # with a new game (only the resize differs).
+      difference = np.abs(vector_output.frame[0].astype(float) -
+                          single_output.frame[0])
       self.assertLess(difference.mean(), 2.0, step)
+      if vector_output.done[0] and not vector_games:
+        self.assertAllGreater(vector_output.frame[0].max(axis=(0, 1)), 0)
       if vector_games:
         self.assertEqual(0, vector_output.frame[0, ..., :3].max())
         self.assertEqual(0, single_output.frame[0, ..., :3].max())
