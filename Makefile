@@ -32,7 +32,7 @@ test: $(STAMP) bazel
 	$(BAZEL_ENV) bazel test //... --test_output=errors --local_test_jobs=2
 
 pytest: $(STAMP)
-	$(PYTHON) -m pytest -q tests
+	OPENBLAS_NUM_THREADS=1 $(PYTHON) -m pytest -q tests
 
 # make benchmark [BENCHMARK=throughput|learner_step|distributed] [ARGS=...]
 BENCHMARK ?= throughput

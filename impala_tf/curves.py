@@ -11,6 +11,7 @@ given as LABEL=LOGDIR.
 """
 
 import collections
+import csv
 import io
 import os
 import sys
@@ -76,13 +77,16 @@ def to_csv(curves, every_frames=CSV_EVERY_FRAMES):
   """One CSV of {label: Curve}: run, frames, mean_return (of the last
   WINDOW_GAMES games), a row per run at the last game before each multiple
   of `every_frames` and at the end."""
-  lines = ['run,frames,mean_return']
+  text = io.StringIO()
+  writer = csv.writer(text, lineterminator='\n')  # Quotes labels with commas.
+  writer.writerow(['run', 'frames', 'mean_return'])
   for label, run_curve in curves.items():
     buckets = run_curve.frames // every_frames
     last_of_bucket = np.flatnonzero(np.diff(buckets, append=np.inf))
-    lines += [f'{label},{run_curve.frames[i]},{run_curve.running_mean[i]:.3f}'
-              for i in last_of_bucket]
-  return '\n'.join(lines) + '\n'
+    writer.writerows([label, run_curve.frames[i],
+                      f'{run_curve.running_mean[i]:.3f}']
+                     for i in last_of_bucket)
+  return text.getvalue()
 
 
 def to_png(curves, entropies, level):

@@ -1,6 +1,8 @@
 """Learning curves: running means against numpy, events read back from a
 real summary writer, the CSV and PNG written, one-line errors."""
 
+import csv
+import io
 import os
 import subprocess
 import sys
@@ -31,6 +33,13 @@ class CurvesTest(tf.test.TestCase):
     rows = curves.to_csv({'r': run_curve}, every_frames=100).splitlines()
     self.assertEqual(['r,20,-20.000', 'r,130,-18.000', 'r,250,-17.000'],
                      rows[1:])
+
+  def test_csv_quotes_labels_with_commas(self):
+    run_curve = curves.curve([(10, 1.0)], window=1)
+    rows = list(csv.reader(io.StringIO(curves.to_csv(
+        {'batch 8, lr 1e-3': run_curve}))))
+    self.assertEqual([['run', 'frames', 'mean_return'],
+                      ['batch 8, lr 1e-3', '10', '1.000']], rows)
 
   def test_frames_to_reach(self):
     run_curve = curves.curve([(100, -21.0), (200, -1.0), (300, 20.0)],
