@@ -42,6 +42,7 @@ class FlagFilesTest(tf.test.TestCase):
     self.assertEqual(1e-3, config.learning_rate)
     self.assertEqual(10_000_000, config.total_environment_frames)
     self.assertEqual(0.003, config.entropy_cost)
+    self.assertEqual(16, config.num_actors)
     # What the preset leaves alone stays the paper's (Table G.1).
     self.assertEqual(20, config.unroll_length)
     self.assertEqual(40.0, config.max_grad_norm)
