@@ -263,8 +263,8 @@ def main(argv):
       train(config, _stop_on_signals())
     else:
       evaluate(config)
-  except (UsageError, rpc_transport.Unreachable,
-          actor_lib.ActorError) as error:
+  except (UsageError, rpc_transport.Unreachable, actor_lib.ActorError,
+          checkpointing.CheckpointWriteError) as error:
     sys.exit(f'impala_tf: error: {error}')
 
 

@@ -4,6 +4,7 @@ a run whose network or levels differ."""
 
 import json
 import os
+import re
 
 import tensorflow as tf
 
@@ -40,6 +41,23 @@ def check_logdir(logdir):
 
 def directory(logdir):
   return os.path.join(logdir, 'checkpoints')
+
+
+class CheckpointWriteError(RuntimeError):
+  """A checkpoint could not be written (a full disk, ...): one line."""
+
+
+def save(checkpoint_manager, checkpoint_number):
+  """`checkpoint_manager.save`, with a failure to write as one
+  `CheckpointWriteError` naming the directory and the cause."""
+  try:
+    return checkpoint_manager.save(checkpoint_number=checkpoint_number)
+  except (tf.errors.OpError, OSError) as error:
+    cause = (error.strerror if isinstance(error, OSError) else
+             re.sub(r'\s*\[Op:\w+\]$', '', error.message).split('; ')[-1])
+    raise CheckpointWriteError(
+        f'cannot write a checkpoint in {checkpoint_manager.directory}: '
+        f'{cause}') from None
 
 
 def manager(learner, logdir):

@@ -77,7 +77,8 @@ def train(config, domain, stop=None, print_fn=print):
   loop = _TrainingLoop(config, domain, learner, batches_from, game_log,
                        stop, batch_size=config.batch_size // num_learners,
                        is_chief=is_chief, print_fn=print_fn,
-                       after_update=experience.after_update)
+                       after_update=experience.after_update,
+                       restored=bool(restored))
   print_fn(f'Training {config.agent} {config.core} agent on '
            f'{config.level_name} ({len(config.levels)} level'
            f'{"s" if len(config.levels) > 1 else ""}, {info.num_actions} '
@@ -98,9 +99,11 @@ def train(config, domain, stop=None, print_fn=print):
     if stop.is_set():
       print_fn('Stop requested: writing a checkpoint.')
     _shut_down(experience, loop.frames >= config.total_environment_frames)
-    # Also when an actor failed: nothing trained so far is lost.
-    if is_chief:
-      manager.save(checkpoint_number=loop.num_updates)
+    # Also when an actor failed: nothing trained so far is lost. Not when
+    # the newest checkpoint holds this very state: TensorFlow rewrites a
+    # checkpoint's index file in place, and a kill then would lose it.
+    if is_chief and loop.num_updates != loop.checkpointed_updates:
+      checkpointing.save(manager, loop.num_updates)
   return loop.finish(manager)
 
 
@@ -195,7 +198,7 @@ class _TrainingLoop:
   """Batches to updates, with progress lines, summaries and checkpoints."""
 
   def __init__(self, config, domain, learner, transport, game_log, stop,
-               batch_size, is_chief, print_fn, after_update):
+               batch_size, is_chief, print_fn, after_update, restored):
     self._config = config
     self._domain = domain
     self._learner = learner
@@ -217,6 +220,8 @@ class _TrainingLoop:
         print_fn)
     self.frames = int(learner.num_environment_frames.numpy())
     self.num_updates = int(learner.num_updates.numpy())
+    # The update count the newest checkpoint holds, if this run knows it.
+    self.checkpointed_updates = self.num_updates if restored else None
     self._stats = {}
     self._policy_lags = []
 
@@ -236,7 +241,8 @@ class _TrainingLoop:
       self._report()
       if (self._is_chief and time.monotonic() - last_checkpoint >
           self._config.checkpoint_interval_secs):
-        manager.save(checkpoint_number=self.num_updates)
+        checkpointing.save(manager, self.num_updates)
+        self.checkpointed_updates = self.num_updates
         last_checkpoint = time.monotonic()
 
   def _report(self):

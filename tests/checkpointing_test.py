@@ -10,6 +10,7 @@ import time
 
 import tensorflow as tf
 
+import experiment
 from impala_tf import actor as actor_lib
 from impala_tf import checkpointing
 from tests import catch
@@ -76,6 +77,27 @@ class CheckpointingTest(tf.test.TestCase):
     self.assertStartsWith(resumed[0], f'Resuming from {older} at ')
     self.assertGreaterEqual(result['frames'], 6_000)
 
+  def test_a_stop_with_no_new_update_leaves_the_newest_checkpoint_alone(self):
+    # TensorFlow rewrites a checkpoint's index file in place, so a kill
+    # during a rewrite of the newest one would lose it.
+    logdir = tempfile.mkdtemp()
+    first = pipeline_util.train(logdir=logdir, total_environment_frames=1_000,
+                                **RUN)
+    newest = tf.train.latest_checkpoint(checkpointing.directory(logdir))
+    (data,) = glob.glob(f'{newest}.data-*')
+    files = lambda: [(os.stat(path).st_ino, os.stat(path).st_mtime_ns)
+                     for path in (f'{newest}.index', data)]
+    before = files()
+    stop = threading.Event()
+    stop.set()  # As if SIGTERM came right after the restore.
+    second = experiment.train(
+        pipeline_util.config(logdir=logdir, total_environment_frames=2_000,
+                             **RUN), stop=stop, print_fn=lambda line: None)
+    self.assertEqual(first['frames'], second['frames'])
+    self.assertEqual(before, files())
+    self.assertEqual(newest, tf.train.latest_checkpoint(
+        checkpointing.directory(logdir)))
+
   def test_no_readable_checkpoint_is_one_error(self):
     logdir = tempfile.mkdtemp()
     pipeline_util.train(logdir=logdir, total_environment_frames=1_000,
@@ -113,6 +135,23 @@ class CheckpointingTest(tf.test.TestCase):
     latest = tf.train.latest_checkpoint(checkpointing.directory(logdir))
     self.assertIsNotNone(latest)
     self.assertGreater(int(latest.rsplit('-', 1)[1]), 0)
+
+  def test_a_full_disk_is_one_line(self):
+    # TensorFlow's own message, as measured on a full 64 KiB tmpfs.
+    class FullDiskManager:
+      directory = '/mnt/tiny/run/checkpoints'
+
+      def save(self, checkpoint_number):
+        raise tf.errors.ResourceExhaustedError(
+            None, None, '{{function_node __wrapped__SaveV2}} /mnt/tiny/run/'
+            f'checkpoints/ckpt-{checkpoint_number}_temp/part.tempstate5; '
+            'No space left on device [Op:SaveV2]')
+
+    with self.assertRaisesRegex(
+        checkpointing.CheckpointWriteError,
+        '^cannot write a checkpoint in /mnt/tiny/run/checkpoints: No space '
+        'left on device$'):
+      checkpointing.save(FullDiskManager(), 106)
 
 
 if __name__ == '__main__':
