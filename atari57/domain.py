@@ -31,12 +31,15 @@ def _processes(config, level_names, seed, noop_starts):
 
 
 def _training_environments(config, level_names, seed):
+  # Games start after 1-30 no-ops, as in test mode: a Pong policy trained
+  # from the one start state lost half its test games 21-0 or so
+  # (docs/learning.md).
   if config.atari_environment == 'process':
-    return _processes(config, level_names, seed, noop_starts=False)
+    return _processes(config, level_names, seed, noop_starts=True)
   return atari_environment.AtariVectorEnvironment(
       level_names, seed=seed,
       num_action_repeats=config.num_action_repeats,
-      full_action_set=config.full_action_set)
+      full_action_set=config.full_action_set, noop_starts=True)
 
 
 DOMAIN = domain.Domain(

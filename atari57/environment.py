@@ -190,16 +190,16 @@ _Game = collections.namedtuple(
 class AtariVectorEnvironment(environments.BatchedEnvironment):
   """N games stepped by ale-py's `ALEVectorInterface`, one per distinct game.
 
-  The same preprocessing as `AtariEnvironment` for training (no no-op
-  starts): the C++ side repeats each action, max-pools, resizes and stacks;
-  here a drop in lives ends the learning episode while the game goes on, and
+  The same preprocessing as `AtariEnvironment`: the C++ side repeats each
+  action, max-pools, resizes, stacks and, with `noop_starts`, begins each
+  game with up to 30 no-ops; here a drop in lives ends the learning episode while the game goes on, and
   whole games are reported as `FinishedGame`s. Several games (multi-task)
   need the full action set, so that an action means the same in all of them;
   every game's vector interface works in its own threads, all at once.
   """
 
   def __init__(self, level_names, seed=0, num_action_repeats=4,
-               full_action_set=False, num_threads=2):
+               full_action_set=False, num_threads=2, noop_starts=False):
     self._level_names = list(level_names)
     games = {}  # level name -> indices of its environments, in order.
     for index, level_name in enumerate(self._level_names):
@@ -213,7 +213,8 @@ class AtariVectorEnvironment(environments.BatchedEnvironment):
     for level_name, indices in games.items():
       ale = self._vector_interface(level_name, len(indices),
                                    num_action_repeats, full_action_set,
-                                   min(num_threads, len(indices)))
+                                   min(num_threads, len(indices)),
+                                   noop_starts)
       available = list(ale.get_action_set())
       # The agent's action -> an index into the game's action set.
       action_indices = np.array(
@@ -229,7 +230,7 @@ class AtariVectorEnvironment(environments.BatchedEnvironment):
 
   @staticmethod
   def _vector_interface(level_name, num_envs, num_action_repeats,
-                        full_action_set, num_threads):
+                        full_action_set, num_threads, noop_starts):
     return ale_py.ALEVectorInterface(
         rom_path=ale_py.roms.get_rom_path(game_id(level_name)),
         num_envs=num_envs,
@@ -239,7 +240,7 @@ class AtariVectorEnvironment(environments.BatchedEnvironment):
         img_width=FRAME_SIZE,
         grayscale=True,
         maxpool=True,
-        noop_max=0,
+        noop_max=MAX_NOOP_STARTS if noop_starts else 0,
         use_fire_reset=False,
         episodic_life=False,  # Life losses are ended here, games go on.
         life_loss_info=False,

@@ -132,6 +132,24 @@ class _ReversedVectorEnvironment(environment.AtariVectorEnvironment):
 
 class AtariVectorEnvironmentTest(tf.test.TestCase):
 
+  def test_noop_starts_vary_the_games_in_training(self):
+    # The same actions from the one start state give the same frames in
+    # every game; after 1-30 no-ops the games are out of step.
+    def frames_after_40_steps(noop_starts):
+      env = environment.AtariVectorEnvironment(
+          ['atari/pong'] * 6, seed=1, noop_starts=noop_starts)
+      env.reset()
+      for _ in range(40):
+        output, _ = env.step(np.zeros([6], np.int32))
+      env.close()
+      return output.frame
+
+    same = frames_after_40_steps(noop_starts=False)
+    self.assertTrue(all(np.array_equal(same[0], frame) for frame in same))
+    varied = frames_after_40_steps(noop_starts=True)
+    distinct = {frame.tobytes() for frame in varied}
+    self.assertGreater(len(distinct), 3)
+
   def test_frames_match_the_numpy_wrapper(self):
     # Without sticky actions or no-ops both emulate the same game; only the
     # resize differs (ale-py's C++ one against our exact area average).
