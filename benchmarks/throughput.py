@@ -33,13 +33,14 @@ flags.DEFINE_float('warmup_seconds', 20.0, 'Seconds before measuring.')
 flags.DEFINE_string('level', 'atari/pong', 'The Atari level, suite '
                     '(atari57) or comma-separated levels, as --level_name.')
 flags.DEFINE_list('only', [], 'Run only these configurations.')
-flags.DEFINE_integer('num_actors', 64, 'Environments in every '
-                     'configuration.', lower_bound=1)
+flags.DEFINE_integer('num_environments', 64, 'Environments in every '
+                     'configuration (experiment.py\'s --num_actors).',
+                     lower_bound=1)
 flags.DEFINE_string('child', None, 'Internal: run one configuration.')
 FLAGS = flags.FLAGS
 
 # name -> experiment.py flags. Every one: shallow agent, T=20, B=32, and
-# --num_actors environments.
+# --num_environments environments.
 COMMON = ['--agent=shallow', '--unroll_length=20', '--batch_size=32',
           '--num_actor_threads=2']
 CONFIGURATIONS = {
@@ -178,7 +179,7 @@ def run_child(name):
   flag_values([sys.argv[0], f'--level_name={FLAGS.level}',
                f'--logdir={tempfile.mkdtemp()}',
                '--total_environment_frames=1e12',
-               f'--num_actors={FLAGS.num_actors}'] + CONFIGURATIONS[name])
+               f'--num_actors={FLAGS.num_environments}'] + CONFIGURATIONS[name])
   config = experiment.make_config(flag_values)
   memory = PeakMemory()
   measure = _environment_ceiling if name.startswith('env_') else _train
@@ -192,7 +193,7 @@ def run_child(name):
   print(json.dumps({
       'name': name, 'level': FLAGS.level, 'frames_per_second': round(fps),
       'peak_rss_mib': round(memory.peak / 2**20),
-      'num_actors': FLAGS.num_actors, 'flags': CONFIGURATIONS[name]}),
+      'num_actors': FLAGS.num_environments, 'flags': CONFIGURATIONS[name]}),
         flush=True)
 
 
@@ -209,7 +210,7 @@ def main(argv):
         [sys.executable, os.path.abspath(__file__), f'--child={name}',
          f'--seconds={FLAGS.seconds}',
          f'--warmup_seconds={FLAGS.warmup_seconds}', f'--level={FLAGS.level}',
-         f'--num_actors={FLAGS.num_actors}'],
+         f'--num_environments={FLAGS.num_environments}'],
         capture_output=True, text=True)
     last_error = (result.stderr.strip().splitlines() or [''])[-1]
     print(result.stdout.strip() or json.dumps(

@@ -38,8 +38,8 @@ class BenchmarksTest(tf.test.TestCase):
   def test_throughput(self):
     sys.path.insert(0, BENCHMARKS)
     import throughput  # pylint: disable=g-import-not-at-top
-    result, lines = _run('throughput.py', '--num_actors=4',
-                         '--seconds=2', '--warmup_seconds=3')
+    result, lines = _run('throughput.py', '--num_environments=8',
+                         '--seconds=4', '--warmup_seconds=4')
     self.assertEqual(0, result.returncode, result.stderr[-2000:])
     self._check(lines, throughput.CONFIGURATIONS, 'frames_per_second')
 
