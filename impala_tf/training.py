@@ -69,27 +69,15 @@ def train(config, domain, stop=None, print_fn=print):
   game_log = progress.GameLog()
   experience = _experience(config, domain, learner, info, game_log,
                            config.seed * 1_000_003 + num_updates, print_fn)
-  batches_from = experience.transport
-  if config.replay_proportion > 0:
-    batches_from = replay.ReplayTransport(
-        experience.transport, config.replay_proportion,
-        config.replay_capacity, config.seed + num_updates)
-  loop = _TrainingLoop(config, domain, learner, batches_from, game_log,
-                       stop, batch_size=config.batch_size // num_learners,
+  loop = _TrainingLoop(config, domain, learner,
+                       _batches_from(config, experience, num_updates),
+                       game_log, stop,
+                       batch_size=config.batch_size // num_learners,
                        is_chief=is_chief, print_fn=print_fn,
                        after_update=experience.after_update,
                        restored=bool(restored))
-  print_fn(f'Training {config.agent} {config.core} agent on '
-           f'{config.level_name} ({len(config.levels)} level'
-           f'{"s" if len(config.levels) > 1 else ""}, {info.num_actions} '
-           f'actions): {experience.description}, batch {loop.batch_size}, '
-           f'unroll {config.unroll_length}, '
-           f'{config.total_environment_frames:,} frames, '
-           f'{config.off_policy_correction} correction'
-           + (f', replay {config.replay_proportion:.0%} of each batch from '
-              f'up to {config.replay_capacity:,} trajectories '
-              f'({replay_mib:,.0f} MiB)' if replay_mib is not None else '')
-           + f'; logdir {config.logdir}.')
+  print_fn(_start_line(config, info, experience.description, loop.batch_size,
+                       replay_mib))
   try:
     loop.run(manager)
   except transport_lib.Closed:
@@ -105,6 +93,32 @@ def train(config, domain, stop=None, print_fn=print):
     if is_chief and loop.num_updates != loop.checkpointed_updates:
       checkpointing.save(manager, loop.num_updates)
   return loop.finish(manager)
+
+
+def _batches_from(config, experience, num_updates):
+  """What the staging area takes batches from: the transport, or replay
+  around it."""
+  if config.replay_proportion == 0:
+    return experience.transport
+  return replay.ReplayTransport(experience.transport,
+                                config.replay_proportion,
+                                config.replay_capacity,
+                                config.seed + num_updates)
+
+
+def _start_line(config, info, experience_description, batch_size,
+                replay_mib):
+  replay_part = (f', replay {config.replay_proportion:.0%} of each batch '
+                 f'from up to {config.replay_capacity:,} trajectories '
+                 f'({replay_mib:,.0f} MiB)' if replay_mib is not None else '')
+  return (f'Training {config.agent} {config.core} agent on '
+          f'{config.level_name} ({len(config.levels)} level'
+          f'{"s" if len(config.levels) > 1 else ""}, {info.num_actions} '
+          f'actions): {experience_description}, batch {batch_size}, '
+          f'unroll {config.unroll_length}, '
+          f'{config.total_environment_frames:,} frames, '
+          f'{config.off_policy_correction} correction{replay_part}; '
+          f'logdir {config.logdir}.')
 
 
 def _replay_size_mib(config, agent, info):
