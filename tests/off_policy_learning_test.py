@@ -1,6 +1,9 @@
 """The paper's V-trace analysis in miniature: with actors acting on
-weights 50 learner updates old, V-trace still learns Catch and no
-off-policy correction does not (Sec. 5.2, Table 2)."""
+weights 50 learner updates old, V-trace still learns Catch (Sec. 5.2).
+
+No correction is not tested here: at these settings it ended at -0.64 in
+one run and at 0.60 in another (a CI run), too spread to assert that it
+does worse; docs/vtrace_analysis.md has the numbers."""
 
 import tensorflow as tf
 
@@ -8,10 +11,9 @@ from tests import pipeline_util
 
 DELAY = 50  # Updates; the measured policy lag is about 56.
 FRAMES = 120_000
-# Measured once (seed 1): V-trace 0.96, no correction -0.64 (random play:
-# about -0.6). At 60k frames: 0.38 against -0.14.
+# Measured (seed 1): V-trace 0.96, 0.80 and above 0.6 in CI; with its
+# importance weights silently set to 1, -0.56 (random play: about -0.6).
 VTRACE_RETURN = 0.6
-UNCORRECTED_RETURN = 0.2
 
 
 class OffPolicyLearningTest(tf.test.TestCase):
@@ -30,9 +32,6 @@ class OffPolicyLearningTest(tf.test.TestCase):
 
   def test_vtrace_learns_despite_the_lag(self):
     self.assertGreater(self._final_return('vtrace'), VTRACE_RETURN)
-
-  def test_no_correction_does_not(self):
-    self.assertLess(self._final_return('none'), UNCORRECTED_RETURN)
 
 
 if __name__ == '__main__':
