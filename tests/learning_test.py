@@ -13,6 +13,10 @@ from tests import pipeline_util
 # (Catch) or below 0 (Timing).
 GOOD_RETURN = 0.8
 MEMORY_RETURN = 0.5
+# Catch with the feed-forward agent ended at 0.72-0.96 over its last 100
+# games in CI and local runs (0.80 in one CI run that failed at > 0.8); the
+# broken variants this test catches end at -1.00 and -0.56 (README).
+FEEDFORWARD_RETURN = 0.5
 
 
 class LearningTest(tf.test.TestCase):
@@ -40,7 +44,7 @@ class LearningTest(tf.test.TestCase):
 
   def test_feedforward_agent_learns_catch(self):
     final, _ = self._train('catch/plain', 'feedforward', 120_000)
-    self.assertGreater(final, GOOD_RETURN)
+    self.assertGreater(final, FEEDFORWARD_RETURN)
 
   def test_lstm_agent_learns_catch_from_memory(self):
     # The ball is only shown on the first frame: the LSTM must keep it.
