@@ -94,7 +94,7 @@ class Actor:
   def run(self):
     """Acts until the transport closes."""
     num_envs = self._environment.num_envs
-    level_names = np.array(self._environment.level_names)
+    level_names = np.array(self.level_names)
     env_output = self._environment.reset()
     agent_output = agents.AgentOutput(
         action=np.zeros([num_envs], np.int32),

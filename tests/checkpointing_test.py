@@ -2,6 +2,7 @@
 line and the run resumes from the newest readable one; a failing actor ends
 the run with its error after a checkpoint, and so does a hanging one."""
 
+import functools
 import glob
 import os
 import tempfile
@@ -17,36 +18,33 @@ from tests import catch
 from tests import pipeline_util
 
 
-class FailingCatch(catch.Catch):
-  """Catch whose environment breaks after 2,000 steps."""
+class BreakingCatch(catch.Catch):
+  """Catch whose environment calls `breakdown` from its 2,001st step on."""
 
-  def __init__(self, seed=0):
+  def __init__(self, breakdown, seed=0):
     super().__init__(seed)
+    self._breakdown = breakdown
     self._steps = 0
 
   def step(self, action):
     self._steps += 1
     if self._steps > 2_000:
-      raise OSError('the emulator went away')
+      self._breakdown()
     return super().step(action)
 
 
-class HangingCatch(catch.Catch):
-  """Catch whose environment stops answering after 2,000 steps."""
-
-  def __init__(self, seed=0):
-    super().__init__(seed)
-    self._steps = 0
-
-  def step(self, action):
-    self._steps += 1
-    if self._steps > 2_000:
-      threading.Event().wait()  # Forever.
-    return super().step(action)
+def _emulator_gone():
+  raise OSError('the emulator went away')
 
 
-pipeline_util.LEVELS['catch/failing'] = FailingCatch
-pipeline_util.LEVELS['catch/hanging'] = HangingCatch
+def _stop_answering():
+  threading.Event().wait()  # Forever.
+
+
+pipeline_util.LEVELS['catch/failing'] = functools.partial(BreakingCatch,
+                                                         _emulator_gone)
+pipeline_util.LEVELS['catch/hanging'] = functools.partial(BreakingCatch,
+                                                         _stop_answering)
 
 RUN = dict(level_name='catch/plain', num_actors=8, num_actor_threads=2,
            batch_size=4, progress_interval_secs=1)
