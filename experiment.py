@@ -74,7 +74,8 @@ flags.DEFINE_integer('num_action_repeats', 4, 'Frames per agent step.',
 flags.DEFINE_float('total_environment_frames', None,
                    'Frames to train for; the learning rate anneals to 0 '
                    'over them.', lower_bound=1)
-flags.DEFINE_integer('seed', 1, 'Seed of the agent and the environments.')
+flags.DEFINE_integer('seed', 1, 'Seed of the agent and the environments.',
+                     lower_bound=0)
 flags.DEFINE_float('entropy_cost', None, 'Entropy loss weight.')
 flags.DEFINE_float('baseline_cost', None, 'Baseline loss weight.')
 flags.DEFINE_float('discounting', None, 'Discount gamma.')
@@ -96,6 +97,10 @@ flags.DEFINE_integer('actor_weights_delay', 0, 'Local runs: actors act '
                      'paper\'s policy-lag analysis); 0: the newest.',
                      lower_bound=0)
 flags.DEFINE_float('learning_rate', None, 'Initial learning rate.')
+flags.DEFINE_float('learning_rate_anneal_frames', None, 'Frames over which '
+                   'the learning rate anneals linearly to 0 (and stays '
+                   'there); default: --total_environment_frames, as the '
+                   'paper.', lower_bound=1)
 flags.DEFINE_float('decay', None, 'RMSProp decay.')
 flags.DEFINE_float('momentum', None, 'RMSProp momentum.')
 flags.DEFINE_float('epsilon', None, 'RMSProp epsilon.')
@@ -190,11 +195,14 @@ def make_config(flag_values):
   if callable(config['total_environment_frames']):
     config['total_environment_frames'] = config['total_environment_frames'](
         len(levels))
+  if config['learning_rate_anneal_frames'] is None:
+    config['learning_rate_anneal_frames'] = config['total_environment_frames']
   try:
     learner_lib.check_hparams(config)
   except ValueError as error:
     raise UsageError(error) from None
-  config['total_environment_frames'] = int(config['total_environment_frames'])
+  for name in ('total_environment_frames', 'learning_rate_anneal_frames'):
+    config[name] = int(config[name])
   if config['queue_capacity'] is None:
     config['queue_capacity'] = 2 * config['batch_size']
   if config['full_action_set'] is None:

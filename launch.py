@@ -25,6 +25,7 @@ from absl import app
 from absl import flags
 
 import experiment
+from impala_tf import cluster as cluster_lib
 
 flags.DEFINE_integer('num_learners', 1, 'Synchronous learner processes.',
                      lower_bound=1)
@@ -98,6 +99,11 @@ def _launch(argv):
   if config.job_name != 'local':
     raise experiment.UsageError('launch.py assigns the jobs: drop '
                                 '--job_name, --task and TF_CONFIG')
+  try:
+    cluster_lib.check_every_learner_fed(FLAGS.num_actor_tasks,
+                                        FLAGS.num_learners)
+  except ValueError as error:
+    raise experiment.UsageError(str(error)) from None
   del argv  # absl keeps only positional arguments; forward the flags.
   tasks = _tasks(os.path.join(config.logdir, 'launch'))
   for task in tasks:

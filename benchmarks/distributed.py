@@ -17,7 +17,6 @@ frames/s and its ratio to the single-process run:
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -30,17 +29,19 @@ from absl import app
 from absl import flags
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_ROOT)
+from benchmarks import progress_window  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 flags.DEFINE_float('seconds', 60.0, 'Measured seconds per configuration.')
 flags.DEFINE_float('warmup_seconds', 30.0, 'Seconds before measuring.')
+flags.DEFINE_float('max_seconds', 900.0, 'Seconds after which a '
+                   'configuration that has not measured gives up.')
 flags.DEFINE_integer('num_actors', 64, 'Environments in every '
                      'configuration.')
 flags.DEFINE_integer('num_actor_tasks', 2, 'Actor processes of the '
                      'distributed configurations.')
 flags.DEFINE_list('only', [], 'Run only these configurations.')
 FLAGS = flags.FLAGS
-
-PROGRESS = re.compile(r'^frames ([\d,]+) / ')
 
 
 def configurations():
@@ -58,25 +59,24 @@ def configurations():
 
 
 def measure(args):
-  """Frames/s of the (first) learner between the warm-up and its end."""
+  """Frames/s of the (first) learner over its measured window."""
   logdir = tempfile.mkdtemp()
   errors = open(os.path.join(logdir, 'stderr'), 'w+')  # pylint: disable=consider-using-with
   process = subprocess.Popen(
       [sys.executable] + args + [f'--logdir={logdir}'], cwd=REPO_ROOT,
       stdout=subprocess.PIPE, stderr=errors, text=True)
-  points = []  # (seconds since start, frames)
-  started = time.monotonic()
+  window = progress_window.Window(FLAGS.warmup_seconds, FLAGS.seconds)
+  measured = threading.Event()
 
   def read():
     for line in process.stdout:
-      match = PROGRESS.match(line)
-      if match:
-        points.append((time.monotonic() - started,
-                       int(match.group(1).replace(',', ''))))
+      frames = progress_window.frames_of(line)
+      if frames is not None and window.add(time.monotonic(), frames):
+        measured.set()
 
   reader = threading.Thread(target=read, daemon=True)
   reader.start()
-  time.sleep(FLAGS.warmup_seconds + FLAGS.seconds)
+  measured.wait(FLAGS.max_seconds)
   process.send_signal(signal.SIGINT)
   process.wait(120)
   reader.join(10)
@@ -84,11 +84,11 @@ def measure(args):
   last_error = (errors.read().strip().splitlines() or [''])[-1]
   errors.close()
   shutil.rmtree(logdir, ignore_errors=True)
-  window = [(t, f) for t, f in points if t >= FLAGS.warmup_seconds]
-  if len(window) < 2:
-    raise RuntimeError(f'{args[0]} printed no progress: {last_error}')
-  (t0, f0), (t1, f1) = window[0], window[-1]
-  return (f1 - f0) / (t1 - t0)
+  try:
+    return window.frames_per_second()
+  except RuntimeError as error:
+    raise RuntimeError(f'{args[0]}: {error}; last error line: '
+                       f'{last_error}') from error
 
 
 def main(argv):

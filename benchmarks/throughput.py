@@ -27,9 +27,12 @@ from absl import flags
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks import progress_window  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 flags.DEFINE_float('seconds', 60.0, 'Measured seconds per configuration.')
 flags.DEFINE_float('warmup_seconds', 20.0, 'Seconds before measuring.')
+flags.DEFINE_float('max_seconds', 900.0, 'Seconds after which a '
+                   'configuration that has not measured gives up.')
 flags.DEFINE_string('level', 'atari/pong', 'The Atari level, suite '
                     '(atari57) or comma-separated levels, as --level_name.')
 flags.DEFINE_list('only', [], 'Run only these configurations.')
@@ -149,27 +152,22 @@ def _environment_ceiling(config, seconds, warmup):
 
 
 def _train(config, seconds, warmup):
-  """Frames/s of training, from the learner's frame counter."""
+  """Frames/s of training, from the learner's progress lines."""
   import experiment  # pylint: disable=g-import-not-at-top
   stop = threading.Event()
-  marks = []  # (time, frames) of each progress line.
+  window = progress_window.Window(warmup, seconds)
 
   def record(line):
-    if line.startswith('frames '):
-      frames = int(line.split()[1].replace(',', ''))
-      marks.append((time.monotonic(), frames))
+    frames = progress_window.frames_of(line)
+    if frames is not None and window.add(time.monotonic(), frames):
+      stop.set()
 
-  timer = threading.Timer(warmup + seconds, stop.set)
-  timer.start()
+  deadline = threading.Timer(FLAGS.max_seconds, stop.set)
+  deadline.start()
   experiment.train(config._replace(progress_interval_secs=1), stop,
                    print_fn=record)
-  timer.cancel()
-  measured = [m for m in marks if m[0] >= marks[0][0] + warmup]
-  if len(measured) < 2:
-    raise RuntimeError(f'fewer than 2 progress lines in the {seconds} s '
-                       'measured: give more --seconds')
-  (t0, f0), (t1, f1) = measured[0], measured[-1]
-  return (f1 - f0) / (t1 - t0)
+  deadline.cancel()
+  return window.frames_per_second()
 
 
 def run_child(name):
@@ -209,7 +207,8 @@ def main(argv):
     result = subprocess.run(
         [sys.executable, os.path.abspath(__file__), f'--child={name}',
          f'--seconds={FLAGS.seconds}',
-         f'--warmup_seconds={FLAGS.warmup_seconds}', f'--level={FLAGS.level}',
+         f'--warmup_seconds={FLAGS.warmup_seconds}',
+         f'--max_seconds={FLAGS.max_seconds}', f'--level={FLAGS.level}',
          f'--num_environments={FLAGS.num_environments}'],
         capture_output=True, text=True)
     last_error = (result.stderr.strip().splitlines() or [''])[-1]

@@ -17,7 +17,7 @@ def build_learner(config, info, strategy=None):
   agent = build_agent(config, info)
   hparams = learner_lib.LearnerHParams(
       learning_rate=config.learning_rate,
-      total_environment_frames=config.total_environment_frames,
+      learning_rate_anneal_frames=config.learning_rate_anneal_frames,
       num_action_repeats=config.num_action_repeats, decay=config.decay,
       momentum=config.momentum, epsilon=config.epsilon,
       max_grad_norm=config.max_grad_norm,

@@ -132,11 +132,22 @@ def task_settings(tf_config, given_flags, config):
     if config['num_actors'] < len(cluster.actors):
       raise ValueError(f'--num_actors={config["num_actors"]} is fewer than '
                        f'the {len(cluster.actors)} actor tasks')
+    check_every_learner_fed(len(cluster.actors), len(cluster.learners))
     if config['batch_size'] % len(cluster.learners):
       raise ValueError(f'--batch_size={config["batch_size"]} does not split '
                        f'evenly over {len(cluster.learners)} learners')
   return dict(job_name=job_name, task=task, learner_hosts=cluster.learners,
               actor_hosts=cluster.actors)
+
+
+def check_every_learner_fed(num_actor_tasks, num_learners):
+  """ValueError unless every learner gets an actor task: actor task i
+  feeds learner i mod L, and a learner without one would wait forever in
+  the synchronous all-reduce."""
+  if num_actor_tasks < num_learners:
+    raise ValueError(f'{num_actor_tasks} actor task(s) cannot feed '
+                     f'{num_learners} learners: give at least one actor '
+                     'task per learner')
 
 
 def learner_of_actor(cluster, actor_task):

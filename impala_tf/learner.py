@@ -20,7 +20,7 @@ LearnerHParams = collections.namedtuple(
     'LearnerHParams',
     [
         'learning_rate',  # Initial learning rate, annealed linearly to 0.
-        'total_environment_frames',  # Frames over which it is annealed.
+        'learning_rate_anneal_frames',  # Frames over which it is annealed.
         'num_action_repeats',  # Environment frames per agent step.
         'decay',  # RMSProp decay of the squared-gradient average.
         'momentum',  # RMSProp momentum.
@@ -39,6 +39,7 @@ LearnerHParams = collections.namedtuple(
 HPARAM_RANGES = {
     'learning_rate': ('> 0', lambda x: x > 0),
     'total_environment_frames': ('>= 1', lambda x: x >= 1),
+    'learning_rate_anneal_frames': ('>= 1', lambda x: x >= 1),
     'num_action_repeats': ('>= 1', lambda x: x >= 1),
     'decay': ('in [0, 1)', lambda x: 0 <= x < 1),
     'momentum': ('in [0, 1)', lambda x: 0 <= x < 1),
@@ -159,8 +160,9 @@ class Learner(tf.Module):
         *[getattr(trajectory, field) for field in trajectory_lib.LEARNER_FIELDS])
 
   def learning_rate(self):
-    """The initial rate annealed linearly to 0 over the total frames."""
-    total = float(self.hparams.total_environment_frames)
+    """The initial rate annealed linearly to 0 over the anneal frames,
+    then 0."""
+    total = float(self.hparams.learning_rate_anneal_frames)
     done = tf.minimum(tf.cast(self.num_environment_frames, tf.float32), total)
     return self.hparams.learning_rate * (1.0 - done / total)
 

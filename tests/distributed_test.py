@@ -210,8 +210,11 @@ class DistributedTest(tf.test.TestCase):
         (['--job_name=learner', '--learner_hosts=localhost:8000,'
           'localhost:8001'], 'used twice'),
         (['--job_name=learner', '--learner_hosts=localhost:8000,'
-          'localhost:8002', '--actor_hosts=localhost:9001',
+          'localhost:8002', '--actor_hosts=localhost:9001,localhost:9002',
           '--batch_size=5'], 'does not split evenly'),
+        (['--job_name=learner', '--learner_hosts=localhost:8000,'
+          'localhost:8002', '--actor_hosts=localhost:9001'],
+         '1 actor task(s) cannot feed 2 learners'),
     ]
     for args, message in cases:
       result = subprocess.run(
@@ -222,6 +225,14 @@ class DistributedTest(tf.test.TestCase):
       self.assertStartsWith(last_line, 'impala_tf: error: ')
       self.assertIn(message, last_line)
       self.assertNotIn('Traceback', result.stderr)
+    result = subprocess.run(
+        [sys.executable, 'launch.py', '--num_learners=2',
+         '--num_actor_tasks=1'], cwd=REPO_ROOT, capture_output=True,
+        text=True, timeout=120, check=False)
+    self.assertEqual(1, result.returncode)
+    self.assertEqual('launch: error: 1 actor task(s) cannot feed 2 learners: '
+                     'give at least one actor task per learner',
+                     result.stderr.strip().splitlines()[-1])
     result = subprocess.run(
         [sys.executable, 'experiment.py', '--task=1'], cwd=REPO_ROOT,
         capture_output=True, text=True, timeout=120, check=False,

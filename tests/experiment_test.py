@@ -163,6 +163,7 @@ class ExperimentTest(tf.test.TestCase):
         ('entropy_cost', float('nan')), ('baseline_cost', -1.0),
         ('epsilon', 0.0), ('decay', 1.0), ('momentum', -0.5),
         ('max_grad_norm', -1.0), ('total_environment_frames', float('nan')),
+        ('learning_rate_anneal_frames', float('inf')),
     ]:
       with self.assertRaisesRegex(experiment.UsageError,
                                   f'--{name}=.* is out of range', msg=name):
@@ -171,6 +172,14 @@ class ExperimentTest(tf.test.TestCase):
     config = pipeline_util.config(discounting=1.0, entropy_cost=0.0,
                                   momentum=0.0, max_grad_norm=0.0)
     self.assertEqual(1.0, config.discounting)
+
+  def test_the_learning_rate_anneals_over_the_run_unless_told(self):
+    config = pipeline_util.config(total_environment_frames=1e6)
+    self.assertEqual(1_000_000, config.learning_rate_anneal_frames)
+    config = pipeline_util.config(total_environment_frames=1e6,
+                                  learning_rate_anneal_frames=4e6)
+    self.assertEqual(4_000_000, config.learning_rate_anneal_frames)
+    self.assertEqual(1_000_000, config.total_environment_frames)
 
   def test_an_unwritable_logdir_is_one_line(self):
     result = run_experiment('--logdir=/proc/impala_tf_forbidden')

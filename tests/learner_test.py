@@ -13,7 +13,7 @@ NUM_ACTIONS = 3
 
 def make_hparams(**overrides):
   hparams = learner_lib.LearnerHParams(
-      learning_rate=0.001, total_environment_frames=10_000,
+      learning_rate=0.001, learning_rate_anneal_frames=10_000,
       num_action_repeats=4, decay=0.99, momentum=0.0, epsilon=0.01,
       max_grad_norm=40.0, discounting=0.99, baseline_cost=0.5,
       entropy_cost=0.01, reward_clipping='abs_one',
@@ -109,7 +109,7 @@ class LearnerTest(tf.test.TestCase):
     agent = make_agent('feedforward')
     # Each step is 5 * 3 * 4 = 60 frames; 300 frames anneal to zero in 5.
     learner = learner_lib.Learner(
-        agent, make_hparams(total_environment_frames=300))
+        agent, make_hparams(learning_rate_anneal_frames=300))
     batch = fixed_batch(agent)
     rates = [float(learner.train_step(batch)['learning_rate'])
              for _ in range(6)]
@@ -120,7 +120,7 @@ class LearnerTest(tf.test.TestCase):
   def test_annealed_rate_stops_learning(self):
     agent = make_agent('feedforward')
     learner = learner_lib.Learner(
-        agent, make_hparams(total_environment_frames=60))
+        agent, make_hparams(learning_rate_anneal_frames=60))
     batch = fixed_batch(agent)
     learner.train_step(batch)  # Uses the full rate, then the counter is done.
     before = [v.numpy() for v in agent.trainable_variables]

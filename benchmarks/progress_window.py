@@ -1,0 +1,51 @@
+"""The measured window of a training benchmark, from its progress lines.
+
+A window opens at the first progress line printed `warmup` seconds or more
+after the first one, and closes once it spans `seconds` and the frame count
+has moved. Measuring from lines rather than a wall-clock window keeps a
+short run on a slow machine from ending before it has anything to measure
+(graph building alone can take longer than a smoke test's seconds).
+"""
+
+import re
+
+PROGRESS_LINE = re.compile(r'^frames ([\d,]+) / ')
+
+
+def frames_of(line):
+  """The frame count of a training progress line, or None."""
+  match = PROGRESS_LINE.match(line)
+  return int(match.group(1).replace(',', '')) if match else None
+
+
+class Window:
+  """Collects (time, frames) marks; `add` says when the window is done."""
+
+  def __init__(self, warmup, seconds):
+    self._warmup = warmup
+    self._seconds = seconds
+    self._first_time = None
+    self._window = []
+
+  def add(self, time, frames):
+    """Records a progress line at `time` (seconds); True once complete."""
+    if self._first_time is None:
+      self._first_time = time
+    if time >= self._first_time + self._warmup:
+      self._window.append((time, frames))
+    return self.complete()
+
+  def complete(self):
+    if len(self._window) < 2:
+      return False
+    (t0, f0), (t1, f1) = self._window[0], self._window[-1]
+    return t1 - t0 >= self._seconds and f1 > f0
+
+  def frames_per_second(self):
+    """Frames/s over the window; RuntimeError when it is not complete."""
+    if not self.complete():
+      raise RuntimeError(
+          f'no complete window: {len(self._window)} progress lines after '
+          'the warm-up, and the frame count must move between two of them')
+    (t0, f0), (t1, f1) = self._window[0], self._window[-1]
+    return (f1 - f0) / (t1 - t0)

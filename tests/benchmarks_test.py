@@ -1,0 +1,101 @@
+"""Every benchmark configuration still runs (benchmarks are not tests, but
+they must not rot): each script, for a moment and at a small size, prints a
+JSON line per configuration with a positive speed and no error."""
+
+import json
+import os
+import subprocess
+import sys
+
+import tensorflow as tf
+
+from benchmarks import progress_window
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCHMARKS = os.path.join(REPO_ROOT, 'benchmarks')
+
+
+def _run(script, *args):
+  """The JSON lines `benchmarks/script` printed, run as `make benchmark`
+  runs it."""
+  result = subprocess.run(
+      [sys.executable, os.path.join(BENCHMARKS, script), *args],
+      capture_output=True, text=True, timeout=600, check=False,
+      env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+  lines = [json.loads(line) for line in result.stdout.splitlines()
+           if line.startswith('{')]
+  return result, lines
+
+
+class ProgressWindowTest(tf.test.TestCase):
+
+  def test_opens_after_the_warm_up_and_closes_once_long_enough(self):
+    window = progress_window.Window(warmup=5, seconds=2)
+    self.assertFalse(window.add(10, 0))  # The first line: t = 0.
+    self.assertFalse(window.add(14, 100))  # Still warming up.
+    self.assertFalse(window.add(15, 200))  # Opens the window.
+    self.assertFalse(window.add(16, 300))  # Spans 1 s of the 2.
+    self.assertTrue(window.add(17, 600))
+    self.assertAllClose(200.0, window.frames_per_second())
+
+  def test_waits_for_the_frame_count_to_move(self):
+    window = progress_window.Window(warmup=0, seconds=1)
+    window.add(0, 0)
+    self.assertFalse(window.add(5, 0))
+    with self.assertRaisesRegex(RuntimeError, 'must move'):
+      window.frames_per_second()
+    self.assertTrue(window.add(6, 60))
+
+  def test_reads_the_frames_of_progress_lines_only(self):
+    self.assertEqual(1234567, progress_window.frames_of(
+        'frames 1,234,567 / 10,000,000 | 4,202 frames/s | ...'))
+    self.assertIsNone(progress_window.frames_of('test: 3 games'))
+
+
+def _check(test, lines, names, speed_key):
+  """Each of `names` printed one JSON line with a positive `speed_key`."""
+  test.assertEqual(sorted(names), sorted(line.get('name') or
+                                         line.get('configuration')
+                                         for line in lines))
+  for line in lines:
+    test.assertNotIn('error', line)
+    test.assertGreater(line[speed_key], 0, line)
+
+
+# One class per script, so that Bazel runs the slow ones as their own
+# targets, side by side (tests/BUILD).
+class ThroughputBenchmarkTest(tf.test.TestCase):
+
+  def test_every_configuration_runs(self):
+    from benchmarks import throughput  # pylint: disable=g-import-not-at-top
+    result, lines = _run('throughput.py', '--num_environments=4',
+                         '--seconds=1', '--warmup_seconds=0')
+    self.assertEqual(0, result.returncode, result.stderr[-2000:])
+    _check(self, lines, throughput.CONFIGURATIONS, 'frames_per_second')
+
+
+class DistributedBenchmarkTest(tf.test.TestCase):
+
+  def test_every_configuration_runs(self):
+    result, lines = _run('distributed.py', '--num_actors=4',
+                         '--seconds=1', '--warmup_seconds=0')
+    self.assertEqual(0, result.returncode, result.stderr[-2000:])
+    _check(self, lines, ['local', 'distributed_1_learner',
+                         'distributed_2_learners'], 'frames_per_second')
+
+
+class LearnerStepBenchmarkTest(tf.test.TestCase):
+
+  def test_every_configuration_runs(self):
+    result, lines = _run('learner_step.py', '--seconds=0.05',
+                         '--unroll_lengths=3', '--batch_size=2')
+    self.assertEqual(0, result.returncode, result.stderr[-2000:])
+    benchmarks = [line for line in lines if 'benchmark' in line]
+    # 2 torsos x (1 unroll length x XLA off/on + 3 inference batch sizes).
+    self.assertLen(benchmarks, 2 * (2 + 3))
+    for line in benchmarks:
+      self.assertGreater(line['steps_per_second'], 0, line)
+
+
+if __name__ == '__main__':
+  tf.test.main()
