@@ -7,7 +7,9 @@ learning claim in `docs/` takes.
       --output=docs/curves/pong   # writes docs/curves/pong.csv and .png
 
 Each LOGDIR is one run, labelled by the folder's name, or by LABEL when
-given as LABEL=LOGDIR.
+given as LABEL=LOGDIR. A LOGDIR may also hold a Sample Factory run's events
+(a peer to compare with, never a dependency): its `reward/reward`, already
+the mean of its last 100 episodes against frames, is taken as the curve.
 """
 
 import collections
@@ -26,6 +28,11 @@ from impala_tf import output_files
 WINDOW_GAMES = 100
 # CSV rows: one per this many frames per run (the PNG shows every game).
 CSV_EVERY_FRAMES = 50_000
+# Sample Factory's summaries (torch's SummaryWriter): the mean return of its
+# last 100 episodes (its --stats_avg) and the policy's entropy, against
+# frames (it counts the frame skip, as this project does).
+SAMPLE_FACTORY_RETURN = 'reward/reward'
+SAMPLE_FACTORY_ENTROPY = 'train/entropy'
 
 Curve = collections.namedtuple(
     'Curve',
@@ -42,16 +49,24 @@ class InputError(Exception):
 
 def read_scalars(logdir, tag):
   """[(step, value)] of scalar summary `tag` in `logdir`'s event files (a
-  resumed run appends new files), sorted by step."""
+  resumed run appends new files), sorted by step. TF2 writes scalars as
+  tensors; torch (Sample Factory) as simple values."""
   from tensorboard.backend.event_processing import event_accumulator
   from tensorboard.util import tensor_util
   accumulator = event_accumulator.EventAccumulator(
-      logdir, size_guidance={event_accumulator.TENSORS: 0})
+      logdir, size_guidance={event_accumulator.TENSORS: 0,
+                             event_accumulator.SCALARS: 0})
   accumulator.Reload()
-  if tag not in accumulator.Tags()['tensors']:
+  tags = accumulator.Tags()
+  if tag in tags['tensors']:
+    points = [(event.step,
+               float(tensor_util.make_ndarray(event.tensor_proto)))
+              for event in accumulator.Tensors(tag)]
+  elif tag in tags['scalars']:
+    points = [(event.step, event.value)
+              for event in accumulator.Scalars(tag)]
+  else:
     return []
-  points = [(event.step, float(tensor_util.make_ndarray(event.tensor_proto)))
-            for event in accumulator.Tensors(tag)]
   points.sort(key=lambda point: point[0])
   return points
 
@@ -64,6 +79,14 @@ def curve(points, window=WINDOW_GAMES):
   ends = np.arange(1, len(returns) + 1)
   starts = np.maximum(ends - window, 0)
   return Curve(frames, returns, (sums[ends] - sums[starts]) / (ends - starts))
+
+
+def curve_of_running_means(points):
+  """A `Curve` from [(frames, mean of the last games)] that another tool
+  averaged already (Sample Factory); `returns` holds those means too."""
+  frames = np.array([step for step, _ in points], dtype=np.int64)
+  means = np.array([value for _, value in points], dtype=np.float64)
+  return Curve(frames, means, means)
 
 
 def frames_to_reach(run_curve, target):
@@ -131,10 +154,16 @@ def load_runs(logdirs, level):
     if not os.path.isdir(logdir):
       raise InputError(f'{logdir} is not a directory')
     points = read_scalars(logdir, f'{level}/episode_return')
+    if points:
+      curves[label] = curve(points)
+      entropies[label] = read_scalars(logdir, 'learner/entropy')
+      continue
+    points = read_scalars(logdir, SAMPLE_FACTORY_RETURN)
     if not points:
-      raise InputError(f'{logdir} has no {level}/episode_return summaries')
-    curves[label] = curve(points)
-    entropies[label] = read_scalars(logdir, 'learner/entropy')
+      raise InputError(f'{logdir} has no {level}/episode_return summaries '
+                       f'(nor Sample Factory\'s {SAMPLE_FACTORY_RETURN})')
+    curves[label] = curve_of_running_means(points)
+    entropies[label] = read_scalars(logdir, SAMPLE_FACTORY_ENTROPY)
   return curves, entropies
 
 

@@ -82,6 +82,29 @@ class CurvesTest(tf.test.TestCase):
     self.assertEqual([(frames, 1.5) for frames, _ in games],
                      entropies['paper settings'])
 
+  def test_reads_a_sample_factory_run_as_its_own_running_mean(self):
+    from tensorboard.compat.proto import event_pb2  # pylint: disable=g-import-not-at-top
+    from tensorboard.compat.proto import summary_pb2  # pylint: disable=g-import-not-at-top
+    from tensorboard.summary.writer import event_file_writer  # pylint: disable=g-import-not-at-top
+    logdir = tempfile.mkdtemp()
+    writer = event_file_writer.EventFileWriter(logdir)
+    # As torch's SummaryWriter writes them: simple values, frames as steps.
+    for frames, mean, entropy in [(5000, -20.5, 1.79), (10000, -19.0, 1.7)]:
+      writer.add_event(event_pb2.Event(step=frames, summary=summary_pb2.Summary(
+          value=[summary_pb2.Summary.Value(tag='reward/reward',
+                                           simple_value=mean),
+                 summary_pb2.Summary.Value(tag='train/entropy',
+                                           simple_value=entropy)])))
+    writer.close()
+    runs, entropies = curves.load_runs([f'sample factory={logdir}'],
+                                       'atari/pong')
+    self.assertAllEqual([5000, 10000], runs['sample factory'].frames)
+    self.assertAllClose([-20.5, -19.0], runs['sample factory'].running_mean)
+    self.assertEqual(10000, curves.frames_to_reach(runs['sample factory'],
+                                                   -19.5))
+    self.assertAllClose([(5000, 1.79), (10000, 1.7)],
+                        entropies['sample factory'])
+
   def test_a_run_without_games_is_one_line(self):
     logdir = tempfile.mkdtemp()
     result = subprocess.run(
@@ -90,7 +113,8 @@ class CurvesTest(tf.test.TestCase):
         check=False, timeout=120, cwd=REPO_ROOT)
     self.assertNotEqual(0, result.returncode)
     self.assertEqual(
-        f'curves: error: {logdir} has no atari/pong/episode_return summaries',
+        f'curves: error: {logdir} has no atari/pong/episode_return summaries '
+        "(nor Sample Factory's reward/reward)",
         result.stderr.strip().splitlines()[-1])
     self.assertNotIn('Traceback', result.stderr)
 
