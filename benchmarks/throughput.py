@@ -141,7 +141,12 @@ def _environment_ceiling(config, seconds, warmup):
     thread.start()
   time.sleep(warmup)
   start_frames, start = sum(counts), time.monotonic()
-  time.sleep(seconds)
+  # At least `seconds`, and until a step has finished: a slow start must
+  # not leave the window empty.
+  while (time.monotonic() < start + FLAGS.max_seconds and
+         (time.monotonic() < start + seconds or
+          sum(counts) == start_frames)):
+    time.sleep(0.05)
   fps = (sum(counts) - start_frames) / (time.monotonic() - start)
   stop.set()
   for thread in threads:
