@@ -55,7 +55,7 @@ def timed(fn, seconds):
 def benchmark_learner(torso, unroll_length, batch_size, xla, seconds):
   agent = make_agent(torso)
   hparams = learner_lib.LearnerHParams(
-      learning_rate=0.00048, total_environment_frames=int(1e9),
+      learning_rate=0.00048, learning_rate_anneal_frames=int(1e9),
       num_action_repeats=NUM_ACTION_REPEATS, decay=0.99, momentum=0.0,
       epsilon=0.1, max_grad_norm=40.0, discounting=0.99, baseline_cost=0.5,
       entropy_cost=0.00025, reward_clipping='abs_one',
