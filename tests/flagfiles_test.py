@@ -41,6 +41,7 @@ class FlagFilesTest(tf.test.TestCase):
     self.assertEqual(1e-5, config.epsilon)
     self.assertEqual(1e-3, config.learning_rate)
     self.assertEqual(10_000_000, config.total_environment_frames)
+    self.assertEqual(20_000_000, config.learning_rate_anneal_frames)
     self.assertEqual(0.003, config.entropy_cost)
     self.assertEqual(16, config.num_actors)
     self.assertEqual(0.5, config.replay_proportion)
