@@ -72,8 +72,9 @@ flags.DEFINE_integer('unroll_length', None, 'Steps per trajectory (T).',
 flags.DEFINE_integer('num_action_repeats', 4, 'Frames per agent step.',
                      lower_bound=1)
 flags.DEFINE_float('total_environment_frames', None,
-                   'Frames to train for; the learning rate anneals to 0 '
-                   'over them.', lower_bound=1)
+                   'Frames to train for (and, unless '
+                   '--learning_rate_anneal_frames, the frames the learning '
+                   'rate anneals to 0 over).', lower_bound=1)
 flags.DEFINE_integer('seed', 1, 'Seed of the agent and the environments.',
                      lower_bound=0)
 flags.DEFINE_float('entropy_cost', None, 'Entropy loss weight.')

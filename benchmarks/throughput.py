@@ -139,21 +139,18 @@ def _environment_ceiling(config, seconds, warmup):
              for i, env in enumerate(envs)]
   for thread in threads:
     thread.start()
-  time.sleep(warmup)
-  start_frames, start = sum(counts), time.monotonic()
-  # At least `seconds`, and until a step has finished: a slow start must
-  # not leave the window empty.
-  while (time.monotonic() < start + FLAGS.max_seconds and
-         (time.monotonic() < start + seconds or
-          sum(counts) == start_frames)):
+  # The same window as training's, over frame counts sampled every 50 ms.
+  window = progress_window.Window(warmup, seconds)
+  deadline = time.monotonic() + FLAGS.max_seconds
+  while (not window.add(time.monotonic(), sum(counts)) and
+         time.monotonic() < deadline):
     time.sleep(0.05)
-  fps = (sum(counts) - start_frames) / (time.monotonic() - start)
   stop.set()
   for thread in threads:
     thread.join()
   for env in envs:
     env.close()
-  return fps
+  return window.frames_per_second()
 
 
 def _train(config, seconds, warmup):
