@@ -3,8 +3,6 @@ learner) trained on small real environments (tests/catch.py) must reach a
 high return in a bounded number of frames. What breaking the algorithm does
 to these tests is in the README."""
 
-import re
-
 import tensorflow as tf
 
 from tests import pipeline_util
@@ -21,44 +19,38 @@ FEEDFORWARD_RETURN = 0.5
 
 class LearningTest(tf.test.TestCase):
 
-  def _train(self, level_name, core, total_environment_frames):
-    """(mean return of the last 100 games at the end, the best such mean at
-    any progress line, every second)."""
-    lines = []
+  def _train(self, level_name, core, total_environment_frames, **overrides):
+    """The mean return of the last 100 games at the end of training."""
     result = pipeline_util.train(
         level_name=level_name, core=core, logdir=self.create_tempdir().full_path,
         num_actors=32, num_actor_threads=2, batch_size=16,
-        num_action_repeats=1, progress_interval_secs=1,
-        total_environment_frames=total_environment_frames,
-        print_fn=lines.append)
+        num_action_repeats=1, total_environment_frames=total_environment_frames,
+        **overrides)
     games, mean_return = result['recent_returns'][level_name]
-    # The stand-in baselines (-1, +1) make the normalised score a return
-    # with 3 decimals: return = 2 * score / 100 - 1.
-    best_return = max([2 * float(score) / 100 - 1 for score in re.findall(
-        r'human-normalised median (-?[\d.]+)%', '\n'.join(lines))] +
-                      [mean_return])
     print(f'{level_name} {core}: {result["frames"]} frames, {games} games, '
-          f'mean return of the last 100: {mean_return:.2f} (best '
-          f'{best_return:.3f})')
-    return mean_return, best_return
+          f'mean return of the last 100: {mean_return:.2f}')
+    return mean_return
 
   def test_feedforward_agent_learns_catch(self):
-    final, _ = self._train('catch/plain', 'feedforward', 120_000)
-    self.assertGreater(final, FEEDFORWARD_RETURN)
+    self.assertGreater(self._train('catch/plain', 'feedforward', 120_000),
+                       FEEDFORWARD_RETURN)
 
   def test_lstm_agent_learns_catch_from_memory(self):
     # The ball is only shown on the first frame: the LSTM must keep it.
     # Without memory no policy does better than -0.6 (one column in five);
-    # above MEMORY_RETURN it wins 3 games in 4. Judged on the best 100-game
-    # mean during training: runs here reached 1.0 by 90k-120k frames, but
-    # one then fell back to 0.1 by 200k, and two CI runs stalled near 0.7.
-    _, best = self._train('catch/memory', 'lstm', 200_000)
-    self.assertGreater(best, MEMORY_RETURN)
+    # above MEMORY_RETURN it wins 3 games in 4. With Catch's entropy cost of
+    # 0.01, 2 of 6 runs stalled at 0.28 and 0.52: their policy entropy fell
+    # below 0.1 (ln 3 = 1.1) by 110k frames, before the ball's column was
+    # remembered, and with a near-deterministic policy the advantages
+    # vanish (the baseline explained 0.99 of the returns or more). An
+    # entropy cost of 0.03 keeps it exploring until the memory is learned.
+    self.assertGreater(self._train('catch/memory', 'lstm', 200_000,
+                                   entropy_cost=0.03), MEMORY_RETURN)
 
   def test_lstm_agent_learns_timing_from_its_state_reset(self):
     # Only the core state's reset at episode starts tells the first step.
-    final, _ = self._train('catch/timing', 'lstm', 120_000)
-    self.assertGreater(final, GOOD_RETURN)
+    self.assertGreater(self._train('catch/timing', 'lstm', 120_000),
+                       GOOD_RETURN)
 
 
 if __name__ == '__main__':
