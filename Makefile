@@ -18,7 +18,7 @@ TRAIN_ARGS ?= --flagfile=$(TRAIN_FLAGFILE) --level_name=atari/pong \
 
 train: $(STAMP)
 	@echo "make train: $(TRAIN_ARGS) $(ARGS)"
-	@echo "  ($(TRAIN_FLAGFILE): the paper's Table G.1 but batch 8, RMSProp epsilon 1e-5, learning rate 1e-3 annealed over 20M frames, entropy cost 0.003, 16 actors, replay of half of each batch, 10M frames; why: docs/learning.md)"
+	@echo "  ($(TRAIN_FLAGFILE), the paper's Table G.1 but: $$(grep -h '^--' $(TRAIN_FLAGFILE) | tr '\n' ' ')— why: docs/learning.md)"
 	$(PYTHON) experiment.py $(TRAIN_ARGS) $(ARGS)
 
 # The same job as learner and actor processes over loopback (launch.py).
