@@ -180,18 +180,17 @@ def _supervise(tasks, stop):
 
 
 def _stop_all(tasks):
-  """Learners first (they checkpoint), then the actors."""
-  for job_name in ('learner', 'actor'):
-    group = [task for task in tasks if task.job_name == job_name]
-    for task in group:
-      task.signal(signal.SIGINT)
-    deadline = time.monotonic() + STOP_GRACE_SECS
-    for task in group:
-      try:
-        task.process.wait(max(0.0, deadline - time.monotonic()))
-      except subprocess.TimeoutExpired:
-        task.process.kill()
-        task.process.wait()
+  """Stops every task at once, as a terminal's Ctrl-C would: actors stopped
+  after their learner would wait out the timeouts of calls to it."""
+  for task in tasks:
+    task.signal(signal.SIGINT)
+  deadline = time.monotonic() + STOP_GRACE_SECS
+  for task in tasks:
+    try:
+      task.process.wait(max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+      task.process.kill()
+      task.process.wait()
 
 
 def main(argv):

@@ -2,7 +2,7 @@ r"""Distributed training on loopback against one process (a benchmark, not a
 test).
 
 Each configuration trains Pong (shallow feed-forward agent, unroll 20,
-batch 32, the same `--num_actors` environments) in fresh processes for
+batch 32 by default, the paper's; the smoke test makes both small; the same `--num_actors` environments) in fresh processes for
 `--seconds` after a warm-up, and prints one JSON line with the learner's
 frames/s and its ratio to the single-process run:
 
@@ -32,21 +32,29 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 from benchmarks import progress_window  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-flags.DEFINE_float('seconds', 60.0, 'Measured seconds per configuration.')
-flags.DEFINE_float('warmup_seconds', 30.0, 'Seconds before measuring.')
+flags.DEFINE_float('seconds', 60.0, 'Measured seconds per configuration.',
+                   lower_bound=0.01)
+flags.DEFINE_float('warmup_seconds', 30.0, 'Seconds before measuring.',
+                   lower_bound=0)
 flags.DEFINE_float('max_seconds', 900.0, 'Seconds after which a '
-                   'configuration that has not measured gives up.')
+                   'configuration that has not measured gives up.',
+                   lower_bound=1)
 flags.DEFINE_integer('num_actors', 64, 'Environments in every '
-                     'configuration.')
+                     'configuration.', lower_bound=1)
 flags.DEFINE_integer('num_actor_tasks', 2, 'Actor processes of the '
-                     'distributed configurations.')
+                     'distributed configurations.', lower_bound=1)
+flags.DEFINE_integer('batch', 32, 'Trajectories per learner batch '
+                     '(experiment.py\'s --batch_size).', lower_bound=1)
+flags.DEFINE_integer('unroll', 20, 'Agent steps per trajectory '
+                     '(experiment.py\'s --unroll_length).', lower_bound=1)
 flags.DEFINE_list('only', [], 'Run only these configurations.')
 FLAGS = flags.FLAGS
 
 
 def configurations():
   common = ['--level_name=atari/pong', '--agent=shallow',
-            '--core=feedforward', '--unroll_length=20', '--batch_size=32',
+            '--core=feedforward', f'--unroll_length={FLAGS.unroll}',
+            f'--batch_size={FLAGS.batch}',
             f'--num_actors={FLAGS.num_actors}',
             '--total_environment_frames=1e10', '--progress_interval_secs=1']
   launch = ['launch.py', f'--num_actor_tasks={FLAGS.num_actor_tasks}',

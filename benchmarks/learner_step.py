@@ -21,10 +21,12 @@ from impala_tf import agents
 from impala_tf import learner as learner_lib
 from impala_tf import trajectory as trajectory_lib
 
-flags.DEFINE_float('seconds', 5.0, 'Timed seconds per configuration.')
+flags.DEFINE_float('seconds', 5.0, 'Timed seconds per configuration.',
+                   lower_bound=0.01)
 flags.DEFINE_list('torsos', ['shallow', 'deep'], 'Torsos to measure.')
 flags.DEFINE_list('unroll_lengths', ['20', '100'], 'Unroll lengths T.')
-flags.DEFINE_integer('batch_size', 32, 'Learner batch size B.')
+flags.DEFINE_integer('batch_size', 32, 'Learner batch size B.',
+                     lower_bound=1)
 FLAGS = flags.FLAGS
 
 OBSERVATION_SHAPE = (72, 96, 3)

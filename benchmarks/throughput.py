@@ -7,7 +7,8 @@ and the peak resident memory of that process and its children together.
   * env_ceiling: random actions through the training environments alone,
     with the same actors and threads: what training could reach at most;
   * train: the full pipeline (actors, dynamic batching, queue, staging,
-    learner), shallow agent, unroll 20, batch 32, 64 actors; feed-forward
+    learner), shallow agent, unroll 20, batch 32 (the paper's; the smoke
+    test makes both small), 64 actors; feed-forward
     (the paper's Atari agent) and LSTM core; dynamic batching on and off;
     XLA on; environments in processes; 16 actor threads.
 
@@ -29,23 +30,29 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks import progress_window  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-flags.DEFINE_float('seconds', 60.0, 'Measured seconds per configuration.')
-flags.DEFINE_float('warmup_seconds', 20.0, 'Seconds before measuring.')
+flags.DEFINE_float('seconds', 60.0, 'Measured seconds per configuration.',
+                   lower_bound=0.01)
+flags.DEFINE_float('warmup_seconds', 20.0, 'Seconds before measuring.',
+                   lower_bound=0)
 flags.DEFINE_float('max_seconds', 900.0, 'Seconds after which a '
-                   'configuration that has not measured gives up.')
+                   'configuration that has not measured gives up.',
+                   lower_bound=1)
 flags.DEFINE_string('level', 'atari/pong', 'The Atari level, suite '
                     '(atari57) or comma-separated levels, as --level_name.')
 flags.DEFINE_list('only', [], 'Run only these configurations.')
 flags.DEFINE_integer('num_environments', 64, 'Environments in every '
                      'configuration (experiment.py\'s --num_actors).',
                      lower_bound=1)
+flags.DEFINE_integer('batch', 32, 'Trajectories per learner batch '
+                     '(experiment.py\'s --batch_size).', lower_bound=1)
+flags.DEFINE_integer('unroll', 20, 'Agent steps per trajectory '
+                     '(experiment.py\'s --unroll_length).', lower_bound=1)
 flags.DEFINE_string('child', None, 'Internal: run one configuration.')
 FLAGS = flags.FLAGS
 
-# name -> experiment.py flags. Every one: shallow agent, T=20, B=32, and
-# --num_environments environments.
-COMMON = ['--agent=shallow', '--unroll_length=20', '--batch_size=32',
-          '--num_actor_threads=2']
+# name -> experiment.py flags. Every one also gets the shallow agent,
+# --unroll_length, --batch_size and --num_environments environments.
+COMMON = ['--agent=shallow', '--num_actor_threads=2']
 CONFIGURATIONS = {
     'env_ceiling_vector': COMMON + ['--atari_environment=vector'],
     'env_ceiling_process': COMMON + ['--atari_environment=process'],
@@ -114,6 +121,15 @@ class PeakMemory:
     self._thread.join()
 
 
+def _give_up_later(stop):
+  """A started timer that sets `stop` after --max_seconds, so that a
+  configuration that never completes its window ends anyway."""
+  timer = threading.Timer(FLAGS.max_seconds, stop.set)
+  timer.daemon = True
+  timer.start()
+  return timer
+
+
 def _environment_ceiling(config, seconds, warmup):
   """Frames/s of random actions through the training environments."""
   import experiment  # pylint: disable=g-import-not-at-top
@@ -141,10 +157,10 @@ def _environment_ceiling(config, seconds, warmup):
     thread.start()
   # The same window as training's, over frame counts sampled every 50 ms.
   window = progress_window.Window(warmup, seconds)
-  deadline = time.monotonic() + FLAGS.max_seconds
-  while (not window.add(time.monotonic(), sum(counts)) and
-         time.monotonic() < deadline):
+  deadline = _give_up_later(stop)
+  while not stop.is_set() and not window.add(time.monotonic(), sum(counts)):
     time.sleep(0.05)
+  deadline.cancel()
   stop.set()
   for thread in threads:
     thread.join()
@@ -164,12 +180,17 @@ def _train(config, seconds, warmup):
     if frames is not None and window.add(time.monotonic(), frames):
       stop.set()
 
-  deadline = threading.Timer(FLAGS.max_seconds, stop.set)
-  deadline.start()
+  deadline = _give_up_later(stop)
   experiment.train(config._replace(progress_interval_secs=1), stop,
                    print_fn=record)
   deadline.cancel()
   return window.frames_per_second()
+
+
+def _flags_of(name):
+  """experiment.py's flags for configuration `name` at this run's sizes."""
+  return CONFIGURATIONS[name] + [f'--unroll_length={FLAGS.unroll}',
+                                 f'--batch_size={FLAGS.batch}']
 
 
 def run_child(name):
@@ -179,7 +200,7 @@ def run_child(name):
   flag_values([sys.argv[0], f'--level_name={FLAGS.level}',
                f'--logdir={tempfile.mkdtemp()}',
                '--total_environment_frames=1e12',
-               f'--num_actors={FLAGS.num_environments}'] + CONFIGURATIONS[name])
+               f'--num_actors={FLAGS.num_environments}'] + _flags_of(name))
   config = experiment.make_config(flag_values)
   memory = PeakMemory()
   measure = _environment_ceiling if name.startswith('env_') else _train
@@ -193,7 +214,7 @@ def run_child(name):
   print(json.dumps({
       'name': name, 'level': FLAGS.level, 'frames_per_second': round(fps),
       'peak_rss_mib': round(memory.peak / 2**20),
-      'num_actors': FLAGS.num_environments, 'flags': CONFIGURATIONS[name]}),
+      'num_actors': FLAGS.num_environments, 'flags': _flags_of(name)}),
         flush=True)
 
 
@@ -211,7 +232,8 @@ def main(argv):
          f'--seconds={FLAGS.seconds}',
          f'--warmup_seconds={FLAGS.warmup_seconds}',
          f'--max_seconds={FLAGS.max_seconds}', f'--level={FLAGS.level}',
-         f'--num_environments={FLAGS.num_environments}'],
+         f'--num_environments={FLAGS.num_environments}',
+         f'--batch={FLAGS.batch}', f'--unroll={FLAGS.unroll}'],
         capture_output=True, text=True)
     last_error = (result.stderr.strip().splitlines() or [''])[-1]
     print(result.stdout.strip() or json.dumps(

@@ -65,15 +65,22 @@ class StagingArea:
       self._error = error
       self._transport.close()
 
-  def get(self):
+  def get(self, stop=None):
     """The next batch `Trajectory`: tensors `[T + 1, B]`, level names and
-    policy versions as numpy. Raises `transport.Closed` when stopping."""
+    policy versions as numpy.
+
+    Raises `transport.Closed` when the transport closed, or when `stop` (a
+    `threading.Event`) is set while no batch is ready: a learner whose
+    actors stopped first must still stop.
+    """
     while True:
       if self._error is not None:
         raise self._error
       try:
         return self._batches.get(timeout=POLL_SECONDS)
       except queue.Empty:
+        if stop is not None and stop.is_set():
+          raise transport_lib.Closed() from None
         if self._transport.closed and self._batches.empty():
           if self._error is not None:
             raise self._error

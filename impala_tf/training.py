@@ -245,7 +245,7 @@ class _TrainingLoop:
     self._progress_line.maybe_print(self.frames, '')
     while (self.frames < self._config.total_environment_frames and
            not self._learner.any_learner(self._stop.is_set())):
-      batch = self._staging_area.get()
+      batch = self._staging_area.get(self._stop)
       self._stats = self._learner.train_step(batch)
       self._policy_lags.append(self.num_updates -
                                batch.policy_version.mean())

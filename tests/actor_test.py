@@ -192,6 +192,29 @@ class StagingTest(tf.test.TestCase):
     with self.assertRaises(transport_lib.Closed):
       staging_area.get()
 
+  def test_a_stop_ends_the_wait_for_a_batch_that_never_comes(self):
+    # A distributed learner whose actors stopped before it: nobody sends,
+    # and the transport stays open for actors that may come back.
+    transport = transport_lib.LocalTransport(capacity=6,
+                                             policy_version=lambda: 0)
+    staging_area = staging.StagingArea(transport, batch_size=3)
+    stop = threading.Event()
+    outcome = []
+
+    def wait_for_a_batch():
+      try:
+        staging_area.get(stop)
+      except transport_lib.Closed:
+        outcome.append('closed')
+
+    waiting = threading.Thread(target=wait_for_a_batch, daemon=True)
+    waiting.start()
+    stop.set()
+    waiting.join(timeout=5)
+    self.assertEqual(['closed'], outcome)
+    self.assertFalse(transport.closed)
+    transport.close()
+
 
 if __name__ == '__main__':
   tf.test.main()

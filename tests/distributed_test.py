@@ -147,11 +147,16 @@ class DistributedTest(tf.test.TestCase):
     # Training goes on with actor 0 alone.
     before = self.progress_frames(learner)
     self.assertGreater(self.progress_frames(learner), before)
-    self.start('actor1_again', *cluster, '--job_name=actor', '--task=1')
+    again = self.start('actor1_again', *cluster, '--job_name=actor',
+                       '--task=1')
     learner.wait_for(r'actor 1 \(localhost:\d+\): sending again')
-    self.assertEqual(0, learner.stop())
+    # With every actor gone (as after a terminal's Ctrl-C), no batch comes:
+    # a stop must still end the wait for one, and checkpoint.
+    for actor in (actors[0], again):
+      actor.kill()
+    self.assertEqual(0, learner.stop(timeout=30))
     self.assertIn('Stop requested: writing a checkpoint.', learner.text())
-    del actors
+    self.assertRegex(learner.text(), r'Stopped at .* checkpoint \S+ckpt-\d+')
 
   def test_a_restarted_learner_resumes_and_actors_reconnect(self):
     cluster = self.cluster(num_actors=1)
