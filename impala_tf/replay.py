@@ -8,8 +8,6 @@ Replayed trajectories keep their behaviour logits and policy versions: the
 off-policy correction sees (and the policy lag counts) how old they are.
 """
 
-import collections
-
 import numpy as np
 import tensorflow as tf
 
@@ -64,7 +62,10 @@ class ReplayTransport:
   def __init__(self, transport, proportion, capacity, seed):
     self._transport = transport
     self._proportion = proportion
-    self._buffer = collections.deque(maxlen=capacity)
+    self._capacity = capacity
+    # A ring: random access in O(1), and no copy of the buffer per batch.
+    self._buffer = []
+    self._oldest = 0  # Where the next trajectory goes once it is full.
     self._rng = np.random.default_rng(seed)
 
   def receive(self, count):
@@ -74,10 +75,20 @@ class ReplayTransport:
     new ones while it is still empty)."""
     new = self._transport.receive(
         count - num_replayed(count, self._proportion))
-    pool = list(self._buffer) or new
+    pool = self._buffer or new
     picks = self._rng.integers(0, len(pool), size=count - len(new))
-    self._buffer.extend(new)
-    return new + [pool[index] for index in picks]
+    replayed = [pool[index] for index in picks]
+    for trajectory in new:
+      self._store(trajectory)
+    return new + replayed
+
+  def _store(self, trajectory):
+    """First in, first out."""
+    if len(self._buffer) < self._capacity:
+      self._buffer.append(trajectory)
+    else:
+      self._buffer[self._oldest] = trajectory
+      self._oldest = (self._oldest + 1) % self._capacity
 
   def fill(self):
     return self._transport.fill()

@@ -7,9 +7,11 @@ import os
 import subprocess
 import sys
 
+from absl.testing import parameterized
 import tensorflow as tf
 
 from benchmarks import progress_window
+from benchmarks import throughput
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(REPO_ROOT, 'benchmarks')
@@ -68,26 +70,27 @@ def _check(test, lines, names, speed_key):
     test.assertGreater(line[speed_key], 0, line)
 
 
-# One class per script, so that Bazel runs the slow ones as their own
-# targets, side by side (tests/BUILD).
-class ThroughputBenchmarkTest(tf.test.TestCase):
+# A test per configuration, so that Bazel's shards (tests/BUILD) spread
+# them over its parallel jobs.
+class ThroughputBenchmarkTest(parameterized.TestCase):
 
-  def test_every_configuration_runs(self):
-    from benchmarks import throughput  # pylint: disable=g-import-not-at-top
-    result, lines = _run('throughput.py', '--num_environments=4',
-                         *SMALL_BATCHES)
+  @parameterized.parameters(*throughput.CONFIGURATIONS)
+  def test_configuration_runs(self, name):
+    result, lines = _run('throughput.py', f'--only={name}',
+                         '--num_environments=4', *SMALL_BATCHES)
     self.assertEqual(0, result.returncode, result.stderr[-2000:])
-    _check(self, lines, throughput.CONFIGURATIONS, 'frames_per_second')
+    _check(self, lines, [name], 'frames_per_second')
 
 
-class DistributedBenchmarkTest(tf.test.TestCase):
+class DistributedBenchmarkTest(parameterized.TestCase):
 
-  def test_every_configuration_runs(self):
-    result, lines = _run('distributed.py', '--num_actors=4',
-                         *SMALL_BATCHES)
+  @parameterized.parameters('local', 'distributed_1_learner',
+                            'distributed_2_learners')
+  def test_configuration_runs(self, name):
+    result, lines = _run('distributed.py', f'--only={name}',
+                         '--num_actors=4', *SMALL_BATCHES)
     self.assertEqual(0, result.returncode, result.stderr[-2000:])
-    _check(self, lines, ['local', 'distributed_1_learner',
-                         'distributed_2_learners'], 'frames_per_second')
+    _check(self, lines, [name], 'frames_per_second')
 
 
 class LearnerStepBenchmarkTest(tf.test.TestCase):

@@ -113,6 +113,14 @@ class DistributedTest(tf.test.TestCase):
             f'localhost:{p}' for p in ports[num_learners:]),
     ]
 
+  def wait_for_a_checkpoint(self):
+    """Until the learner wrote a checkpoint (it does every second)."""
+    deadline = time.monotonic() + WAIT_SECS
+    while not tf.train.latest_checkpoint(
+        os.path.join(self.logdir, 'checkpoints')):
+      self.assertLess(time.monotonic(), deadline, 'no checkpoint written')
+      time.sleep(0.2)
+
   def progress_frames(self, process):
     return int(process.wait_for(r'^frames ([\d,]+) /').group(1).replace(
         ',', ''))
@@ -165,8 +173,7 @@ class DistributedTest(tf.test.TestCase):
     learner = self.start('learner', *learner_args)
     actor = self.start('actor', *cluster, '--job_name=actor', '--task=0')
     self.progress_frames(learner)
-    self.progress_frames(learner)
-    time.sleep(1.5)  # At least one checkpoint (every second).
+    self.wait_for_a_checkpoint()
     learner.kill()  # No chance to write a last checkpoint.
     actor.wait_for(r'learner localhost:\d+ unreachable .*; retry 1')
     restarted = self.start('learner_again', *learner_args)
