@@ -44,7 +44,7 @@ class FlagFilesTest(tf.test.TestCase):
     self.assertEqual(20_000_000, config.learning_rate_anneal_frames)
     self.assertEqual(0.003, config.entropy_cost)
     self.assertEqual(16, config.num_actors)
-    self.assertEqual(0.5, config.replay_proportion)
+    self.assertEqual(0.75, config.replay_proportion)
     self.assertEqual(10_000, config.replay_capacity)  # The paper's.
     # What the preset leaves alone stays the paper's (Table G.1).
     self.assertEqual(20, config.unroll_length)
