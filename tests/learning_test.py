@@ -43,9 +43,19 @@ class LearningTest(tf.test.TestCase):
     # below 0.1 (ln 3 = 1.1) by 110k frames, before the ball's column was
     # remembered, and with a near-deterministic policy the advantages
     # vanish (the baseline explained 0.99 of the returns or more). An
-    # entropy cost of 0.03 keeps it exploring until the memory is learned.
-    self.assertGreater(self._train('catch/memory', 'lstm', 200_000,
-                                   entropy_cost=0.03), MEMORY_RETURN)
+    # entropy cost of 0.03 keeps it exploring longer, but 2 of 8 runs still
+    # stalled, at 0.50 (seed 1, once in CI and once alone; the other six
+    # ended at 0.98-1.0). So a second seed runs when the first stalls: a
+    # sound learner fails both about 1 time in 16, a broken one (README)
+    # every time.
+    returns = []
+    for seed in (1, 2):
+      returns.append(self._train('catch/memory', 'lstm', 200_000,
+                                 entropy_cost=0.03, seed=seed))
+      if returns[-1] > MEMORY_RETURN:
+        break
+    self.assertGreater(max(returns), MEMORY_RETURN,
+                       f'every seed stalled: {returns}')
 
   def test_lstm_agent_learns_timing_from_its_state_reset(self):
     # Only the core state's reset at episode starts tells the first step.
