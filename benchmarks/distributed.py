@@ -1,9 +1,10 @@
 r"""Distributed training on loopback against one process (a benchmark, not a
 test).
 
-Each configuration trains Pong (shallow feed-forward agent, unroll 20,
-batch 32 by default, the paper's; the smoke test makes both small; the same `--num_actors` environments) in fresh processes for
-`--seconds` after a warm-up, and prints one JSON line with the learner's
+Each configuration trains Pong (shallow feed-forward agent, unroll 20 and
+batch 32 by default, the paper's; the smoke test makes both small; the
+same `--num_actors` environments) in fresh processes for `--seconds` after
+a warm-up, and prints one JSON line with the learner's
 frames/s and its ratio to the single-process run:
 
   * local: experiment.py, actors as threads of the learner's process;
