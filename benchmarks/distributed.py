@@ -33,22 +33,12 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 from benchmarks import progress_window  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-flags.DEFINE_float('seconds', 60.0, 'Measured seconds per configuration.',
-                   lower_bound=0.01)
-flags.DEFINE_float('warmup_seconds', 30.0, 'Seconds before measuring.',
-                   lower_bound=0)
-flags.DEFINE_float('max_seconds', 900.0, 'Seconds after which a '
-                   'configuration that has not measured gives up.',
-                   lower_bound=1)
+progress_window.define_flags(warmup_seconds=30.0)
+flags.adopt_module_key_flags(progress_window)
 flags.DEFINE_integer('num_actors', 64, 'Environments in every '
                      'configuration.', lower_bound=1)
 flags.DEFINE_integer('num_actor_tasks', 2, 'Actor processes of the '
                      'distributed configurations.', lower_bound=1)
-flags.DEFINE_integer('batch', 32, 'Trajectories per learner batch '
-                     '(experiment.py\'s --batch_size).', lower_bound=1)
-flags.DEFINE_integer('unroll', 20, 'Agent steps per trajectory '
-                     '(experiment.py\'s --unroll_length).', lower_bound=1)
-flags.DEFINE_list('only', [], 'Run only these configurations.')
 FLAGS = flags.FLAGS
 
 

@@ -5,11 +5,32 @@ after the first one, and closes once it spans `seconds` and the frame count
 has moved. Measuring from lines rather than a wall-clock window keeps a
 short run on a slow machine from ending before it has anything to measure
 (graph building alone can take longer than a smoke test's seconds).
+
+`define_flags` defines the flags every training benchmark shares.
 """
 
 import re
 
+from absl import flags
+
 PROGRESS_LINE = re.compile(r'^frames ([\d,]+) / ')
+
+
+def define_flags(warmup_seconds):
+  """--seconds, --warmup_seconds (default `warmup_seconds`), --max_seconds,
+  --only, --batch and --unroll (the paper's 32 and 20 by default)."""
+  flags.DEFINE_float('seconds', 60.0, 'Measured seconds per configuration.',
+                     lower_bound=0.01)
+  flags.DEFINE_float('warmup_seconds', warmup_seconds,
+                     'Seconds before measuring.', lower_bound=0)
+  flags.DEFINE_float('max_seconds', 900.0, 'Seconds after which a '
+                     'configuration that has not measured gives up.',
+                     lower_bound=1)
+  flags.DEFINE_list('only', [], 'Run only these configurations.')
+  flags.DEFINE_integer('batch', 32, 'Trajectories per learner batch '
+                       '(experiment.py\'s --batch_size).', lower_bound=1)
+  flags.DEFINE_integer('unroll', 20, 'Agent steps per trajectory '
+                       '(experiment.py\'s --unroll_length).', lower_bound=1)
 
 
 def frames_of(line):

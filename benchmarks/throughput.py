@@ -30,23 +30,13 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks import progress_window  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-flags.DEFINE_float('seconds', 60.0, 'Measured seconds per configuration.',
-                   lower_bound=0.01)
-flags.DEFINE_float('warmup_seconds', 20.0, 'Seconds before measuring.',
-                   lower_bound=0)
-flags.DEFINE_float('max_seconds', 900.0, 'Seconds after which a '
-                   'configuration that has not measured gives up.',
-                   lower_bound=1)
+progress_window.define_flags(warmup_seconds=20.0)
+flags.adopt_module_key_flags(progress_window)
 flags.DEFINE_string('level', 'atari/pong', 'The Atari level, suite '
                     '(atari57) or comma-separated levels, as --level_name.')
-flags.DEFINE_list('only', [], 'Run only these configurations.')
 flags.DEFINE_integer('num_environments', 64, 'Environments in every '
                      'configuration (experiment.py\'s --num_actors).',
                      lower_bound=1)
-flags.DEFINE_integer('batch', 32, 'Trajectories per learner batch '
-                     '(experiment.py\'s --batch_size).', lower_bound=1)
-flags.DEFINE_integer('unroll', 20, 'Agent steps per trajectory '
-                     '(experiment.py\'s --unroll_length).', lower_bound=1)
 flags.DEFINE_string('child', None, 'Internal: run one configuration.')
 FLAGS = flags.FLAGS
 

@@ -27,7 +27,8 @@ CORRECTIONS = ('vtrace', 'one_step', 'epsilon', 'none')
 # The epsilon correction's floor on pi(a) inside the log (paper, Sec. 5.2.1).
 PROBABILITY_EPSILON = 1e-6
 
-Targets = collections.namedtuple('Targets', 'vs pg_advantages log_rhos')
+Targets = collections.namedtuple(
+    'Targets', 'vs pg_advantages log_rhos action_log_probs')
 
 
 def targets(correction, behaviour_policy_logits, target_policy_logits,
@@ -48,13 +49,16 @@ def targets(correction, behaviour_policy_logits, target_policy_logits,
 
   Returns:
     `Targets` of float32 `[T, B]`: `vs` (the baseline's targets),
-    `pg_advantages` and `log_rhos` (log pi(a_t) / mu(a_t), for diagnostics);
-    no gradients flow through `vs` or `pg_advantages`.
+    `pg_advantages`, `log_rhos` (log pi(a_t) / mu(a_t), for diagnostics) and
+    `action_log_probs`, log pi(a_t) as the policy gradient uses it
+    (log(pi(a_t) + 1e-6) under 'epsilon'). Gradients flow to
+    `target_policy_logits` through `action_log_probs` only.
   """
   if correction not in CORRECTIONS:
     raise ValueError(f'off-policy correction must be one of {CORRECTIONS}, '
                      f'got {correction!r}')
-  log_rhos = (vtrace.action_log_probs(target_policy_logits, actions) -
+  target_log_probs = vtrace.action_log_probs(target_policy_logits, actions)
+  log_rhos = (target_log_probs -
               vtrace.action_log_probs(behaviour_policy_logits, actions))
   # rho = c = 1 everywhere turns V-trace into the on-policy n-step return.
   weights = log_rhos if correction == 'vtrace' else tf.zeros_like(log_rhos)
@@ -64,22 +68,8 @@ def targets(correction, behaviour_policy_logits, target_policy_logits,
   pg_advantages = returns.pg_advantages
   if correction == 'one_step':
     pg_advantages *= tf.stop_gradient(tf.minimum(1.0, tf.exp(log_rhos)))
-  return Targets(vs=returns.vs, pg_advantages=pg_advantages,
-                 log_rhos=log_rhos)
-
-
-def action_log_probs(correction, policy_logits, actions):
-  """log pi(a_t) as the policy gradient uses it under `correction`.
-
-  Args:
-    correction: one of `CORRECTIONS`.
-    policy_logits: float32 `[T, B, A]` learner's logits.
-    actions: int32 `[T, B]` actions taken.
-
-  Returns:
-    float32 `[T, B]`: log pi(a_t), or log(pi(a_t) + 1e-6) for 'epsilon'.
-  """
-  log_probs = vtrace.action_log_probs(policy_logits, actions)
   if correction == 'epsilon':
-    return tf.math.log(tf.exp(log_probs) + PROBABILITY_EPSILON)
-  return log_probs
+    target_log_probs = tf.math.log(
+        tf.exp(target_log_probs) + PROBABILITY_EPSILON)
+  return Targets(vs=returns.vs, pg_advantages=pg_advantages,
+                 log_rhos=log_rhos, action_log_probs=target_log_probs)

@@ -201,9 +201,7 @@ class Learner(tf.Module):
         values=values,
         bootstrap_value=bootstrap_value)
     policy_gradient_loss = losses.policy_gradient_loss(
-        corrections.action_log_probs(hparams.off_policy_correction,
-                                     target_logits, actions),
-        targets.pg_advantages)
+        targets.action_log_probs, targets.pg_advantages)
     baseline_loss = losses.baseline_loss(targets.vs - values)
     entropy_loss = losses.entropy_loss(target_logits)
     total_loss = (

@@ -15,7 +15,7 @@ def policy_gradient_loss(action_log_probs, advantages):
 
   Args:
     action_log_probs: float32 `[T, B]` the learner's log pi(a_t|x_t) of the
-      actions taken (see `corrections.action_log_probs`).
+      actions taken (`corrections.Targets.action_log_probs`).
     advantages: float32 `[T, B]` policy-gradient advantages.
 
   Returns:

@@ -23,6 +23,7 @@ import tensorflow as tf
 
 VTraceReturns = collections.namedtuple('VTraceReturns', 'vs pg_advantages')
 
+
 def action_log_probs(policy_logits, actions):
   """Log-probabilities of the taken actions.
 
@@ -40,6 +41,19 @@ def action_log_probs(policy_logits, actions):
 def _clipped(rhos, threshold):
   return rhos if threshold is None else tf.minimum(
       tf.cast(threshold, rhos.dtype), rhos)
+
+
+def _corrections_to_values(discounts, cs, deltas):
+  """v_s - V(x_s) for every s, by the recursion
+  v_s - V(x_s) = delta_s V + gamma_s c_s (v_{s+1} - V(x_{s+1})), from s = T - 1
+  (where v_T - V(x_T) = 0) back to 0. All arguments `[T, B, ...]`."""
+
+  def backward_step(vs_minus_v_next, step_inputs):
+    discount_t, c_t, delta_t = step_inputs
+    return delta_t + discount_t * c_t * vs_minus_v_next
+
+  return tf.scan(backward_step, elems=(discounts, cs, deltas),
+                 initializer=tf.zeros_like(deltas[0]), reverse=True)
 
 
 def from_importance_weights(log_rhos,
@@ -89,16 +103,7 @@ def from_importance_weights(log_rhos,
     values_t_plus_1 = tf.concat([values[1:], bootstrap_value[None]], axis=0)
     deltas = clipped_rhos * (rewards + discounts * values_t_plus_1 - values)
 
-    def backward_step(vs_minus_v_next, step_inputs):
-      discount_t, c_t, delta_t = step_inputs
-      return delta_t + discount_t * c_t * vs_minus_v_next
-
-    vs_minus_v_xs = tf.scan(
-        backward_step,
-        elems=(discounts, cs, deltas),
-        initializer=tf.zeros_like(bootstrap_value),
-        reverse=True)
-    vs = vs_minus_v_xs + values
+    vs = _corrections_to_values(discounts, cs, deltas) + values
 
     vs_t_plus_1 = tf.concat([vs[1:], bootstrap_value[None]], axis=0)
     clipped_pg_rhos = _clipped(rhos, clip_pg_rho_threshold)

@@ -84,31 +84,33 @@ class CorrectionsTest(tf.test.TestCase):
       self.assertEqual(reads, changed, correction)
 
   def test_epsilon_floors_the_probability_inside_the_log(self):
-    logits = np.array([[[0.0, 40.0, 0.0]]], np.float32)  # pi(a=0) ~ 4e-18.
-    actions = np.array([[0]], np.int32)
-    epsilon = corrections.action_log_probs('epsilon', logits, actions)
-    plain = corrections.action_log_probs('none', logits, actions)
-    self.assertAllClose([[np.log(1e-6)]], epsilon, rtol=1e-3)
+    inputs = _inputs(4)
+    inputs['target_policy_logits'][0, 0] = [40.0, 0.0, 0.0, 0.0, 0.0]
+    inputs['actions'][0, 0] = 1  # pi(a) ~ 4e-18.
+    epsilon = corrections.targets('epsilon', **inputs).action_log_probs
+    plain = corrections.targets('none', **inputs).action_log_probs
+    self.assertAllClose(np.log(1e-6), epsilon[0, 0], rtol=1e-3)
     self.assertLess(float(plain[0, 0]), -39.0)
-    logits = tf.constant(reference.random_inputs(
-        np.random.default_rng(4), (3, 2, 4))['values'])  # Moderate logits.
-    actions = np.zeros((3, 2), np.int32)
-    probabilities = np.exp(reference.log_softmax(logits.numpy()))[..., 0]
-    self.assertAllClose(np.log(probabilities + 1e-6),
-                        corrections.action_log_probs('epsilon', logits,
-                                                     actions), atol=1e-5)
+    probabilities = np.exp(reference.taken(reference.log_softmax(
+        inputs['target_policy_logits'].astype(np.float64)),
+                                           inputs['actions']))
+    self.assertAllClose(np.log(probabilities + 1e-6), epsilon, atol=1e-5)
+    self.assertAllClose(np.log(probabilities), plain, atol=1e-5)
 
-  def test_targets_carry_no_gradient(self):
+  def test_only_the_log_probabilities_carry_gradient(self):
     inputs = {k: tf.constant(v) for k, v in _inputs(5).items()}
     for correction in corrections.CORRECTIONS:
-      with tf.GradientTape() as tape:
+      with tf.GradientTape(persistent=True) as tape:
         tape.watch([inputs['target_policy_logits'], inputs['values']])
         targets = corrections.targets(correction, **inputs)
         total = (tf.reduce_sum(targets.vs) +
                  tf.reduce_sum(targets.pg_advantages))
+        log_probs = tf.reduce_sum(targets.action_log_probs)
       self.assertEqual([None, None], tape.gradient(
           total, [inputs['target_policy_logits'], inputs['values']]),
                        correction)
+      self.assertIsNotNone(tape.gradient(
+          log_probs, inputs['target_policy_logits']), correction)
 
   def test_unknown_correction_is_refused(self):
     with self.assertRaisesRegex(ValueError, 'one_step'):
