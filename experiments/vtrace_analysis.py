@@ -1,9 +1,9 @@
 """The paper's V-trace analysis (Sec. 5.2, Table 2) as one command.
 
 Trains every cell of the grid off-policy correction x replay proportion x
-actor weight delay, for each seed, one run after another, then writes the
-final returns in Table 2's layout (markdown), one CSV row per run and a PNG
-of the curves (mean over seeds):
+actor weight delay, seed after seed, one run after another, and after each
+seed writes the final returns so far in Table 2's layout (markdown), one
+CSV row per run and a PNG of the curves (mean over seeds):
 
   python -m experiments.vtrace_analysis --level_name=catch/plain \
       --total_environment_frames=120000 --actor_weights_delays=0,50 \
@@ -52,12 +52,15 @@ CURVE_POINTS = 100
 
 
 def _grid():
-  """[(correction, replay proportion, delay, seed)] in the order run."""
+  """[(correction, replay proportion, delay, seed)] in the order run: seed
+  by seed, so that a stopped analysis has whole tables for the seeds done."""
   try:
-    return list(itertools.product(
-        FLAGS.corrections, [float(p) for p in FLAGS.replay_proportions],
-        [int(d) for d in FLAGS.actor_weights_delays],
-        [int(s) for s in FLAGS.seeds]))
+    return [(correction, proportion, delay, seed)
+            for seed, delay, proportion, correction in itertools.product(
+                [int(s) for s in FLAGS.seeds],
+                [int(d) for d in FLAGS.actor_weights_delays],
+                [float(p) for p in FLAGS.replay_proportions],
+                FLAGS.corrections)]
   except ValueError as error:
     raise UsageError(f'a grid value is not a number: {error}') from None
 
@@ -160,9 +163,10 @@ def _png(cells, level):
 
 def _write_outputs(results, level):
   command = ' '.join(sys.argv)
+  seeds = sorted({seed for _, _, _, seed in results})
   output_files.write_atomically(
       f'{FLAGS.output}.md', f'{level}: final mean return of the last 100 '
-      f'games, mean ± std over seeds {", ".join(FLAGS.seeds)}.\n\n'
+      f'games, mean ± std over seeds {", ".join(map(str, seeds))}.\n\n'
       f'    {command}\n\n' + _table(results))
   rows = ['correction,replay_proportion,actor_weights_delay,seed,frames,'
           'final_return'] + [
@@ -184,14 +188,17 @@ def main(argv):
   signal.signal(signal.SIGTERM, lambda *_: stop.set())
   results = {}
   try:
-    for cell in _grid():
+    grid = _grid()
+    level = experiment.make_config(FLAGS).levels[0]
+    for index, cell in enumerate(grid):
       result = _run(cell, stop)
       if result is None:
         sys.exit('vtrace_analysis: stopped; the same command resumes')
       results[cell] = result
+      if index + 1 == len(grid) or grid[index + 1][3] != cell[3]:
+        _write_outputs(results, level)  # Every seed done so far.
   except UsageError as error:
     sys.exit(f'vtrace_analysis: error: {error}')
-  _write_outputs(results, experiment.make_config(FLAGS).levels[0])
   print(_table(results))
 
 

@@ -1,5 +1,6 @@
 """experiments/vtrace_analysis.py end to end on a tiny Catch grid: every
-run trains, the outputs are written, and a second call resumes nothing."""
+run trains, the outputs are written, a second call trains nothing again,
+and a call with one more seed trains only that seed's runs."""
 
 import os
 
@@ -27,6 +28,7 @@ class VTraceAnalysisTest(tf.test.TestCase):
       vtrace_analysis.main([])
     with open(f'{output}.md') as table:
       lines = table.read().splitlines()
+    self.assertIn('over seeds 1.', lines[0])
     self.assertIn('| | delay 2 |', lines)
     self.assertIn('| *With replay (50% of each batch)* | |', lines)
     rows = [line for line in lines if line.startswith(('| V-trace',
@@ -42,6 +44,14 @@ class VTraceAnalysisTest(tf.test.TestCase):
     with flagsaver.flagsaver(**settings):
       vtrace_analysis.main([])
     self.assertEqual(events_before, sorted(os.walk(runs_dir)))
+    # A second seed reuses the first's runs and joins the table.
+    settings.update(replay_proportions=['0'], seeds=['1', '2'])
+    with flagsaver.flagsaver(**settings):
+      vtrace_analysis.main([])
+    with open(f'{output}.md') as table:
+      self.assertIn('over seeds 1, 2.', table.readline())
+    with open(f'{output}.csv') as csv:
+      self.assertLen(csv.read().splitlines(), 1 + 2 * 2)
 
   def test_bad_grid_value_is_one_line(self):
     with flagsaver.flagsaver(level_name='catch/plain',
