@@ -52,17 +52,19 @@ CURVE_POINTS = 100
 
 
 def _grid():
-  """[(correction, replay proportion, delay, seed)] in the order run: seed
-  by seed, so that a stopped analysis has whole tables for the seeds done."""
+  """{seed: [(correction, replay proportion, delay, seed)]}, seeds in the
+  order run: seed by seed, so that a stopped analysis has whole tables for
+  the seeds done."""
   try:
-    return [(correction, proportion, delay, seed)
-            for seed, delay, proportion, correction in itertools.product(
-                [int(s) for s in FLAGS.seeds],
-                [int(d) for d in FLAGS.actor_weights_delays],
-                [float(p) for p in FLAGS.replay_proportions],
-                FLAGS.corrections)]
+    seeds = [int(s) for s in FLAGS.seeds]
+    settings = list(itertools.product(
+        [int(d) for d in FLAGS.actor_weights_delays],
+        [float(p) for p in FLAGS.replay_proportions], FLAGS.corrections))
   except ValueError as error:
     raise UsageError(f'a grid value is not a number: {error}') from None
+  return {seed: [(correction, proportion, delay, seed)
+                 for delay, proportion, correction in settings]
+          for seed in seeds}
 
 
 def _logdir(cell):
@@ -188,15 +190,14 @@ def main(argv):
   signal.signal(signal.SIGTERM, lambda *_: stop.set())
   results = {}
   try:
-    grid = _grid()
     level = experiment.make_config(FLAGS).levels[0]
-    for index, cell in enumerate(grid):
-      result = _run(cell, stop)
-      if result is None:
-        sys.exit('vtrace_analysis: stopped; the same command resumes')
-      results[cell] = result
-      if index + 1 == len(grid) or grid[index + 1][3] != cell[3]:
-        _write_outputs(results, level)  # Every seed done so far.
+    for cells in _grid().values():
+      for cell in cells:
+        result = _run(cell, stop)
+        if result is None:
+          sys.exit('vtrace_analysis: stopped; the same command resumes')
+        results[cell] = result
+      _write_outputs(results, level)  # Every seed done so far.
   except UsageError as error:
     sys.exit(f'vtrace_analysis: error: {error}')
   print(_table(results))
