@@ -265,8 +265,9 @@ class Agent(tf.Module):
     """The core state before an episode: `LSTMState` of `[B, 256]`, or ()."""
     return self.core.initial_state(batch_size) if self.core else ()
 
-  def _core_inputs(self, last_actions, env_outputs, use_cudnn):
-    """Per-frame core inputs.
+  def core_inputs(self, last_actions, env_outputs, use_cudnn):
+    """Per-frame core inputs: the torso's output (the first 256 columns),
+    the clipped reward, the last action one-hot (and the instruction).
 
     Args:
       last_actions: int32 `[N]`.
@@ -308,7 +309,7 @@ class Agent(tf.Module):
       (`AgentOutput`: action `[B]` sampled from the logits, policy_logits
       `[B, A]`, baseline `[B]`; the new core state).
     """
-    core_inputs = self._core_inputs(last_action, env_output, use_cudnn)
+    core_inputs = self.core_inputs(last_action, env_output, use_cudnn)
     if not self.core:
       return self._heads(core_inputs), core_state
     core_state = lstm.reset_where_done(core_state, env_output.done)
@@ -343,7 +344,7 @@ class Agent(tf.Module):
       return tf.reshape(x, tf.concat([[num_steps, batch_size],
                                       tf.shape(x)[1:]], 0))
 
-    core_outputs = self._core_inputs(
+    core_outputs = self.core_inputs(
         merge_time_and_batch(last_actions),
         tf.nest.map_structure(merge_time_and_batch, env_outputs), use_cudnn)
     if self.core:

@@ -163,6 +163,19 @@ class LSTM(tf.Module):
     zeros = tf.zeros([batch_size, self.hidden_size])
     return LSTMState(c=zeros, h=zeros)
 
+  def gate_preactivations(self, inputs, state):
+    """The gates before their sigmoid or tanh, for one step.
+
+    Args:
+      inputs: float32 `[B, D]`.
+      state: `LSTMState` of `[B, H]`.
+
+    Returns:
+      float32 `[B, 4H]`, in the order i, f, g, o.
+    """
+    return (tf.matmul(inputs, self.kernel) +
+            tf.matmul(state.h, self.recurrent_kernel) + self.bias)
+
   def step(self, inputs, state):
     """One step (no reset; see `reset_where_done`).
 
@@ -173,10 +186,7 @@ class LSTM(tf.Module):
     Returns:
       (output `[B, H]`, new `LSTMState` of `[B, H]`).
     """
-    gates = (
-        tf.matmul(inputs, self.kernel) +
-        tf.matmul(state.h, self.recurrent_kernel) + self.bias)
-    return _apply_gates(gates, state)
+    return _apply_gates(self.gate_preactivations(inputs, state), state)
 
   def unroll(self, inputs, done, state, use_cudnn=None):
     """Unrolls over time, resetting the state before step t where done[t].
