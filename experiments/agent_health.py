@@ -26,6 +26,7 @@ import experiment
 from impala_tf import agents
 from impala_tf import builders
 from impala_tf import checkpointing
+from impala_tf import learner as learner_lib
 from impala_tf import lstm
 from impala_tf.domain import UsageError
 
@@ -85,7 +86,7 @@ def health(agent, steps):
   summary = {
       'torso_mean': float(torso.mean()),
       'torso_max': float(torso.max()),
-      'torso_dead': float(np.mean(np.all(torso <= 0, axis=(0, 1)))),
+      'torso_dead': float(learner_lib.dead_fraction(torso)),
       'logits_variation': float(logits.std(axis=0).mean()),
       'entropy': float(-np.sum(probabilities * np.log(probabilities + 1e-12),
                                axis=-1).mean()),

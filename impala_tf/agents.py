@@ -316,7 +316,8 @@ class Agent(tf.Module):
     core_outputs, core_state = self.core.step(core_inputs, core_state)
     return self._heads(core_outputs), core_state
 
-  def unroll(self, last_actions, env_outputs, core_state, use_cudnn=None):
+  def unroll(self, last_actions, env_outputs, core_state, use_cudnn=None,
+             return_torso=False):
     """The same as `step` T times, computed in bulk.
 
     The torso sees all T * B frames as one batch; the LSTM unrolls with
@@ -328,11 +329,12 @@ class Agent(tf.Module):
       core_state: the core state before `env_outputs[0]`.
       use_cudnn: None to decide by `lstm.cudnn_usable`; True or False to
         force (see `lstm.LSTM.unroll`).
+      return_torso: also return the torso's output, float32 `[T, B, 256]`.
 
     Returns:
-      (`AgentOutput` with fields `[T, B, ...]`, the final core state). The
-      actions are sampled as in `step`; the learner uses only the logits and
-      baselines.
+      (`AgentOutput` with fields `[T, B, ...]`, the final core state), and
+      the torso's output third with `return_torso`. The actions are sampled
+      as in `step`; the learner uses only the logits and baselines.
     """
     num_steps, batch_size = tf.unstack(tf.shape(last_actions))
 
@@ -347,6 +349,7 @@ class Agent(tf.Module):
     core_outputs = self.core_inputs(
         merge_time_and_batch(last_actions),
         tf.nest.map_structure(merge_time_and_batch, env_outputs), use_cudnn)
+    torso = split_time_and_batch(core_outputs[:, :CORE_SIZE])
     if self.core:
       core_outputs, core_state = self.core.unroll(
           split_time_and_batch(core_outputs), env_outputs.done, core_state,
@@ -354,4 +357,6 @@ class Agent(tf.Module):
       core_outputs = merge_time_and_batch(core_outputs)
     outputs = tf.nest.map_structure(split_time_and_batch,
                                     self._heads(core_outputs))
+    if return_torso:
+      return outputs, core_state, torso
     return outputs, core_state

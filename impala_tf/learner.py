@@ -104,6 +104,20 @@ class RMSProp(tf.Module):
     return tf.linalg.global_norm(self.moments)
 
 
+def dead_fraction(activations):
+  """The fraction of units that are zero (or below) at every step of every
+  trajectory: ReLU units that no longer fire and pass no gradient.
+
+  Args:
+    activations: float32 `[T, B, units]`.
+
+  Returns:
+    float32 scalar.
+  """
+  dead = tf.reduce_all(activations <= 0.0, axis=[0, 1])
+  return tf.reduce_mean(tf.cast(dead, tf.float32))
+
+
 def explained_variance(targets, predictions):
   """1 - Var(targets - predictions) / Var(targets): 1 for a perfect
   baseline, 0 for one no better than the targets' mean, `[T, B]` each."""
@@ -178,9 +192,9 @@ class Learner(tf.Module):
     hparams = self.hparams
     env_outputs = trajectory.env_outputs
     agent_outputs = trajectory.agent_outputs
-    learner_outputs, _ = self.agent.unroll(
+    learner_outputs, _, torso = self.agent.unroll(
         agent_outputs.action, env_outputs, trajectory.agent_state,
-        use_cudnn=self._use_cudnn)
+        use_cudnn=self._use_cudnn, return_torso=True)
     bootstrap_value = learner_outputs.baseline[-1]
     # Step t of the learner's view scores the action chosen at x_t, which the
     # trajectory stores at t + 1 with its reward and episode end.
@@ -218,6 +232,8 @@ class Learner(tf.Module):
         'entropy': -entropy_loss / num_steps,
         'mean_importance_weight': tf.reduce_mean(
             tf.exp(targets.log_rhos)),
+        # An LSTM core's collapse shows here first (docs/learning.md).
+        'torso_dead_fraction': dead_fraction(torso),
     }
 
   def _gradients(self, agent_state, env_outputs, agent_outputs):

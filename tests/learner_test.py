@@ -165,6 +165,28 @@ class LearnerTest(tf.test.TestCase):
     self.assertAllClose(step / weights, stats['update_to_weight_ratio'],
                         rtol=1e-3)
 
+  def test_torso_dead_fraction_against_numpy(self):
+    agent = make_agent('lstm')
+    bias = np.zeros([agents.CORE_SIZE], np.float32)
+    bias[:100] = -100.0  # These units never fire.
+    agent.torso.fc.b.assign(bias)
+    batch = fixed_batch(agent)
+    _, _, torso = agent.unroll(batch.agent_outputs.action,
+                               batch.env_outputs, batch.agent_state,
+                               return_torso=True)
+    self.assertEqual(batch.env_outputs.reward.shape + (agents.CORE_SIZE,),
+                     torso.shape)
+    expected = np.mean(np.all(torso.numpy() <= 0, axis=(0, 1)))
+    self.assertGreaterEqual(expected, 100 / agents.CORE_SIZE)
+    stats = learner_lib.Learner(agent, make_hparams()).train_step(batch)
+    self.assertAllClose(expected, stats['torso_dead_fraction'])
+    activations = np.ones([3, 2, 4], np.float32)
+    activations[:, :, 1] = 0.0  # Dead.
+    activations[:, :, 2] = -1.0  # Dead too.
+    activations[:, :, 0] = 0.0
+    activations[0, 0, 0] = 0.5  # Fires once: alive.
+    self.assertAllClose(0.5, learner_lib.dead_fraction(activations))
+
   def test_explained_variance(self):
     targets = np.array([[1.0, 2.0], [3.0, 5.0]], np.float32)
     self.assertAllClose(1.0, learner_lib.explained_variance(targets, targets))
