@@ -48,12 +48,15 @@ def configurations():
             f'--batch_size={FLAGS.batch}',
             f'--num_actors={FLAGS.num_actors}',
             '--total_environment_frames=1e10', '--progress_interval_secs=1']
-  launch = ['launch.py', f'--num_actor_tasks={FLAGS.num_actor_tasks}',
-            '--base_port=8400']
+  launch = ['launch.py', f'--num_actor_tasks={FLAGS.num_actor_tasks}']
+  # Ports of their own: two configurations may run at once (the smoke
+  # tests' shards), and a port in use stops a launch.
   return {
       'local': ['experiment.py', '--num_actor_threads=2'] + common,
-      'distributed_1_learner': launch + ['--num_learners=1'] + common,
-      'distributed_2_learners': launch + ['--num_learners=2'] + common,
+      'distributed_1_learner': launch + ['--num_learners=1',
+                                         '--base_port=8400'] + common,
+      'distributed_2_learners': launch + ['--num_learners=2',
+                                          '--base_port=8500'] + common,
   }
 
 
@@ -65,17 +68,18 @@ def measure(args):
       [sys.executable] + args + [f'--logdir={logdir}'], cwd=REPO_ROOT,
       stdout=subprocess.PIPE, stderr=errors, text=True)
   window = progress_window.Window(FLAGS.warmup_seconds, FLAGS.seconds)
-  measured = threading.Event()
+  done = threading.Event()  # Measured, or the process ended first.
 
   def read():
     for line in process.stdout:
       frames = progress_window.frames_of(line)
       if frames is not None and window.add(time.monotonic(), frames):
-        measured.set()
+        done.set()
+    done.set()
 
   reader = threading.Thread(target=read, daemon=True)
   reader.start()
-  measured.wait(FLAGS.max_seconds)
+  done.wait(FLAGS.max_seconds)
   process.send_signal(signal.SIGINT)
   process.wait(120)
   reader.join(10)

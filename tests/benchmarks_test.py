@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from absl.testing import parameterized
 import tensorflow as tf
@@ -91,6 +92,19 @@ class DistributedBenchmarkTest(parameterized.TestCase):
                          '--num_actors=4', *SMALL_BATCHES)
     self.assertEqual(0, result.returncode, result.stderr[-2000:])
     _check(self, lines, [name], 'frames_per_second')
+
+
+  def test_a_launch_that_fails_ends_the_measurement_at_once(self):
+    # It used to wait --max_seconds (900) for progress lines that never
+    # came: in CI a launch stopped on a port in use hung this test 600 s.
+    start = time.monotonic()
+    result, lines = _run('distributed.py', '--only=distributed_2_learners',
+                         '--num_actor_tasks=1', '--num_actors=4',
+                         *SMALL_BATCHES)
+    self.assertEqual(0, result.returncode, result.stderr[-2000:])
+    self.assertLen(lines, 1)
+    self.assertIn('cannot feed 2 learners', lines[0]['error'])
+    self.assertLess(time.monotonic() - start, 120)
 
 
 class LearnerStepBenchmarkTest(tf.test.TestCase):
