@@ -346,10 +346,10 @@ class Agent(tf.Module):
       return tf.reshape(x, tf.concat([[num_steps, batch_size],
                                       tf.shape(x)[1:]], 0))
 
-    core_outputs = self.core_inputs(
+    core_inputs = self.core_inputs(
         merge_time_and_batch(last_actions),
         tf.nest.map_structure(merge_time_and_batch, env_outputs), use_cudnn)
-    torso = split_time_and_batch(core_outputs[:, :CORE_SIZE])
+    core_outputs = core_inputs
     if self.core:
       core_outputs, core_state = self.core.unroll(
           split_time_and_batch(core_outputs), env_outputs.done, core_state,
@@ -358,5 +358,6 @@ class Agent(tf.Module):
     outputs = tf.nest.map_structure(split_time_and_batch,
                                     self._heads(core_outputs))
     if return_torso:
-      return outputs, core_state, torso
+      return (outputs, core_state,
+              split_time_and_batch(core_inputs[:, :CORE_SIZE]))
     return outputs, core_state

@@ -93,7 +93,6 @@ class DistributedBenchmarkTest(parameterized.TestCase):
     self.assertEqual(0, result.returncode, result.stderr[-2000:])
     _check(self, lines, [name], 'frames_per_second')
 
-
   def test_a_launch_that_fails_ends_the_measurement_at_once(self):
     # It used to wait --max_seconds (900) for progress lines that never
     # came: in CI a launch stopped on a port in use hung this test 600 s.
