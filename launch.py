@@ -5,8 +5,8 @@ as separate processes, as they would run on separate machines.
       --logdir=logs/pong_distributed
 
 starts `experiment.py --job_name=learner` (or `--num_learners` synchronous
-learners) and `--num_actor_tasks` actor jobs on ports from `--base_port`,
-forwarding every other flag to them. It shows the first learner's output;
+learners) and `--num_actor_tasks` actor jobs on ports from `--base_port`
+(0: free ones the system picks), forwarding every other flag to them. It shows the first learner's output;
 each process's output goes to `<logdir>/launch/<job>_<task>.log`. A process
 that dies (killed, crashed) is started again, up to `--max_restarts` times
 per task: a learner resumes from its checkpoint and the actors reconnect by
@@ -15,7 +15,6 @@ themselves. Ctrl-C stops them all (the learner writes a checkpoint).
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -33,7 +32,8 @@ flags.DEFINE_integer('num_actor_tasks', 2, 'Actor processes; --num_actors '
                      'environments are split over them.', lower_bound=1)
 flags.DEFINE_integer('base_port', 8000, 'First loopback port: learner i '
                      'takes base_port + 2i (and the next port), the actors '
-                     'the ports after.', lower_bound=1, upper_bound=65000)
+                     'the ports after; 0: free ports the system picks.',
+                     lower_bound=0, upper_bound=65000)
 flags.DEFINE_integer('max_restarts', 3, 'Restarts of each task after it '
                      'died.', lower_bound=0)
 FLAGS = flags.FLAGS
@@ -41,17 +41,6 @@ FLAGS = flags.FLAGS
 LAUNCHER_FLAGS = ('num_learners', 'num_actor_tasks', 'base_port',
                   'max_restarts')
 STOP_GRACE_SECS = 60  # For the learner's last checkpoint.
-
-
-def _free(port):
-  with socket.socket() as probe:
-    # As servers bind: a port left in TIME_WAIT by an earlier run is free.
-    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-      probe.bind(('localhost', port))
-      return True
-    except OSError:
-      return False
 
 
 class Task:
@@ -124,14 +113,7 @@ def _launch(argv):
 
 def _tasks(log_dir):
   """The learner and actor `Task`s, on free loopback ports."""
-  learner_ports = [FLAGS.base_port + 2 * i for i in range(FLAGS.num_learners)]
-  actor_ports = [learner_ports[-1] + 2 + j
-                 for j in range(FLAGS.num_actor_tasks)]
-  busy = [port for port in learner_ports + actor_ports +
-          [p + 1 for p in learner_ports] if not _free(port)]
-  if busy:
-    raise experiment.UsageError(f'port {busy[0]} is in use; choose another '
-                                '--base_port')
+  learner_ports, actor_ports = _ports()
   forwarded = [arg for arg in sys.argv[1:] if not any(
       arg.lstrip('-').split('=')[0] in (name, 'no' + name)
       for name in LAUNCHER_FLAGS)]
@@ -155,6 +137,23 @@ def _tasks(log_dir):
                               ('actor', FLAGS.num_actor_tasks))
       for index in range(count)
   ]
+
+
+def _ports():
+  """(learner ports, actor ports): from `--base_port`, or free ones for 0."""
+  count = FLAGS.num_learners + FLAGS.num_actor_tasks
+  if not FLAGS.base_port:
+    ports = cluster_lib.free_loopback_ports(count)
+    return ports[:FLAGS.num_learners], ports[FLAGS.num_learners:]
+  learner_ports = [FLAGS.base_port + 2 * i for i in range(FLAGS.num_learners)]
+  actor_ports = [learner_ports[-1] + 2 + j
+                 for j in range(FLAGS.num_actor_tasks)]
+  busy = [port for port in learner_ports + actor_ports +
+          [p + 1 for p in learner_ports] if not cluster_lib.port_is_free(port)]
+  if busy:
+    raise experiment.UsageError(f'port {busy[0]} is in use; choose another '
+                                '--base_port, or 0 for free ones')
+  return learner_ports, actor_ports
 
 
 def _supervise(tasks, stop):

@@ -49,14 +49,14 @@ def configurations():
             f'--num_actors={FLAGS.num_actors}',
             '--total_environment_frames=1e10', '--progress_interval_secs=1']
   launch = ['launch.py', f'--num_actor_tasks={FLAGS.num_actor_tasks}']
-  # Ports of their own: two configurations may run at once (the smoke
-  # tests' shards), and a port in use stops a launch.
+  # Free ports: configurations may run at once (the smoke tests' shards),
+  # and a port in use stops a launch.
   return {
       'local': ['experiment.py', '--num_actor_threads=2'] + common,
       'distributed_1_learner': launch + ['--num_learners=1',
-                                         '--base_port=8400'] + common,
+                                         '--base_port=0'] + common,
       'distributed_2_learners': launch + ['--num_learners=2',
-                                          '--base_port=8500'] + common,
+                                          '--base_port=0'] + common,
   }
 
 

@@ -28,6 +28,14 @@ AgentOutput = collections.namedtuple(
         'baseline',  # float32 [...]: the value estimate.
     ])
 
+Unrolled = collections.namedtuple(
+    'Unrolled',
+    [
+        'agent_outputs',  # AgentOutput with fields [T, B, ...].
+        'core_state',  # the core state after the last step.
+        'torso',  # float32 [T, B, 256]: the torso's output (its health).
+    ])
+
 TORSOS = ('shallow', 'deep')
 CORES = ('lstm', 'feedforward')
 CORE_SIZE = 256
@@ -316,8 +324,7 @@ class Agent(tf.Module):
     core_outputs, core_state = self.core.step(core_inputs, core_state)
     return self._heads(core_outputs), core_state
 
-  def unroll(self, last_actions, env_outputs, core_state, use_cudnn=None,
-             return_torso=False):
+  def unroll(self, last_actions, env_outputs, core_state, use_cudnn=None):
     """The same as `step` T times, computed in bulk.
 
     The torso sees all T * B frames as one batch; the LSTM unrolls with
@@ -329,12 +336,10 @@ class Agent(tf.Module):
       core_state: the core state before `env_outputs[0]`.
       use_cudnn: None to decide by `lstm.cudnn_usable`; True or False to
         force (see `lstm.LSTM.unroll`).
-      return_torso: also return the torso's output, float32 `[T, B, 256]`.
 
     Returns:
-      (`AgentOutput` with fields `[T, B, ...]`, the final core state), and
-      the torso's output third with `return_torso`. The actions are sampled
-      as in `step`; the learner uses only the logits and baselines.
+      `Unrolled`. The actions are sampled as in `step`; the learner uses
+      only the logits and baselines.
     """
     num_steps, batch_size = tf.unstack(tf.shape(last_actions))
 
@@ -357,7 +362,5 @@ class Agent(tf.Module):
       core_outputs = merge_time_and_batch(core_outputs)
     outputs = tf.nest.map_structure(split_time_and_batch,
                                     self._heads(core_outputs))
-    if return_torso:
-      return (outputs, core_state,
-              split_time_and_batch(core_inputs[:, :CORE_SIZE]))
-    return outputs, core_state
+    return Unrolled(outputs, core_state,
+                    split_time_and_batch(core_inputs[:, :CORE_SIZE]))

@@ -12,6 +12,7 @@ Actor task j sends to learner j mod (number of learners).
 import collections
 import json
 import os
+import socket
 
 import tensorflow as tf
 
@@ -168,6 +169,36 @@ def collective_cluster_resolver(cluster, task):
       {'worker': [collective_address(a) for a in cluster.learners]})
   return tf.distribute.cluster_resolver.SimpleClusterResolver(
       spec, task_type='worker', task_id=task, rpc_layer='grpc')
+
+
+def free_loopback_ports(count):
+  """`count` distinct loopback ports, each with a free port after it (a
+  learner's collective address), free when asked: another process may still
+  take one before it is bound."""
+  ports = []
+  while len(ports) < count:
+    port = _bindable(0)
+    if (port + 1 < 65536 and _bindable(port + 1) and
+        not {port, port + 1} & {p + d for p in ports for d in (0, 1)}):
+      ports.append(port)
+  return ports
+
+
+def port_is_free(port):
+  """Whether a server could bind loopback `port` now."""
+  return _bindable(port) is not None
+
+
+def _bindable(port):
+  """The port bound (`port`, or the one the system chose for 0), or None."""
+  with socket.socket() as probe:
+    # As servers bind: a port left in TIME_WAIT by an earlier run is free.
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+      probe.bind(('localhost', port))
+    except OSError:
+      return None
+    return probe.getsockname()[1]
 
 
 def _check_distinct(addresses):

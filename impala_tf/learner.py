@@ -194,7 +194,7 @@ class Learner(tf.Module):
     agent_outputs = trajectory.agent_outputs
     learner_outputs, _, torso = self.agent.unroll(
         agent_outputs.action, env_outputs, trajectory.agent_state,
-        use_cudnn=self._use_cudnn, return_torso=True)
+        use_cudnn=self._use_cudnn)
     bootstrap_value = learner_outputs.baseline[-1]
     # Step t of the learner's view scores the action chosen at x_t, which the
     # trajectory stores at t + 1 with its reward and episode end.

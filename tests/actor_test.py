@@ -64,8 +64,8 @@ class ActorTest(tf.test.TestCase):
       batch = trajectory_lib.batch(
           trajectories[unroll * NUM_ENVS:(unroll + 1) * NUM_ENVS])
       self.assertTrue(batch.env_outputs.done[1:].any())
-      outputs, _ = agent.unroll(batch.agent_outputs.action,
-                                batch.env_outputs, batch.agent_state)
+      outputs = agent.unroll(batch.agent_outputs.action, batch.env_outputs,
+                             batch.agent_state).agent_outputs
       self.assertAllClose(batch.agent_outputs.policy_logits[1:],
                           outputs.policy_logits[:-1], atol=1e-5)
       self.assertAllClose(batch.agent_outputs.baseline[1:],
@@ -87,8 +87,8 @@ class ActorTest(tf.test.TestCase):
       batch = trajectory_lib.batch(
           trajectories[unroll * env.num_envs:(unroll + 1) * env.num_envs])
       self.assertEqual((6, 3, 84, 84, 4), batch.env_outputs.frame.shape)
-      outputs, _ = agent.unroll(batch.agent_outputs.action,
-                                batch.env_outputs, batch.agent_state)
+      outputs = agent.unroll(batch.agent_outputs.action, batch.env_outputs,
+                             batch.agent_state).agent_outputs
       behaviour_logits = batch.agent_outputs.policy_logits[1:]
       self.assertAllClose(behaviour_logits, outputs.policy_logits[:-1],
                           atol=1e-5)

@@ -75,7 +75,7 @@ class AgentsTest(tf.test.TestCase):
     # A nonzero starting state, so that the reset at t = 0 matters too.
     state = tf.nest.map_structure(lambda x: x + 0.5,
                                   agent.initial_state(BATCH_SIZE))
-    outputs, final_state = agent.unroll(last_actions, env_outputs, state)
+    outputs, final_state, _ = agent.unroll(last_actions, env_outputs, state)
     for t in range(NUM_STEPS):
       step_output, state = agent.step(last_actions[t],
                                       at_step(env_outputs, t), state)
@@ -106,8 +106,8 @@ class AgentsTest(tf.test.TestCase):
                          use_instruction=True)
     last_actions, env_outputs = random_steps(DMLAB_ACTIONS, DMLAB_FRAME,
                                              instruction_words=3)
-    outputs, state = agent.unroll(last_actions, env_outputs,
-                                  agent.initial_state(BATCH_SIZE))
+    outputs, state, _ = agent.unroll(last_actions, env_outputs,
+                                     agent.initial_state(BATCH_SIZE))
     step_output, step_state = agent.step(last_actions[0],
                                          at_step(env_outputs, 0),
                                          agent.initial_state(BATCH_SIZE))
@@ -133,8 +133,8 @@ class AgentsTest(tf.test.TestCase):
       last_actions, env_outputs = random_steps(num_actions, frame,
                                                instruction_words=words)
       state = agent.initial_state(BATCH_SIZE)
-      eager, eager_state = agent.unroll(last_actions, env_outputs, state)
-      compiled, compiled_state = tf.function(
+      eager, eager_state, _ = agent.unroll(last_actions, env_outputs, state)
+      compiled, compiled_state, _ = tf.function(
           agent.unroll, jit_compile=True)(last_actions, env_outputs, state)
       self.assertAllClose(eager.policy_logits, compiled.policy_logits,
                           atol=1e-4)
@@ -155,8 +155,8 @@ class AgentsTest(tf.test.TestCase):
 
     def gradients():
       with tf.GradientTape() as tape:
-        outputs, _ = agent.unroll(last_actions, env_outputs,
-                                  agent.initial_state(BATCH_SIZE))
+        outputs = agent.unroll(last_actions, env_outputs,
+                               agent.initial_state(BATCH_SIZE)).agent_outputs
         loss = tf.reduce_sum(outputs.baseline) + tf.reduce_sum(
             tf.square(outputs.policy_logits))
       # Dense, for the embedding's IndexedSlices.

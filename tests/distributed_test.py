@@ -15,23 +15,13 @@ import time
 
 import tensorflow as tf
 
+from impala_tf import cluster as cluster_lib
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_RUN = ['--level_name=atari/pong', '--num_actors=4', '--batch_size=4',
             '--unroll_length=5', '--progress_interval_secs=1',
             '--checkpoint_interval_secs=1', '--actor_silence_secs=3']
 WAIT_SECS = 120  # For any one expected line.
-
-
-def free_ports(count):
-  """`count` loopback ports, each with a free port after it."""
-  ports = []
-  while len(ports) < count:
-    with socket.socket() as probe:
-      probe.bind(('localhost', 0))
-      port = probe.getsockname()[1]
-    if port + 1 < 65536 and port not in ports and port + 1 not in ports:
-      ports.append(port)
-  return ports
 
 
 class Process:
@@ -83,6 +73,20 @@ class Process:
     self.process.wait()
 
 
+class FreeLoopbackPortsTest(tf.test.TestCase):
+
+  def test_ports_and_the_ones_after_them_are_distinct_and_bindable(self):
+    ports = cluster_lib.free_loopback_ports(6)
+    taken = [p + d for p in ports for d in (0, 1)]
+    self.assertLen(set(taken), 12)
+    for port in taken:
+      self.assertTrue(cluster_lib.port_is_free(port), port)
+    with socket.socket() as busy:
+      busy.bind(('localhost', ports[0]))
+      busy.listen()
+      self.assertFalse(cluster_lib.port_is_free(ports[0]))
+
+
 class DistributedTest(tf.test.TestCase):
 
   def setUp(self):
@@ -105,7 +109,7 @@ class DistributedTest(tf.test.TestCase):
     return process
 
   def cluster(self, num_learners=1, num_actors=2):
-    ports = free_ports(num_learners + num_actors)
+    ports = cluster_lib.free_loopback_ports(num_learners + num_actors)
     return [
         '--learner_hosts=' + ','.join(
             f'localhost:{p}' for p in ports[:num_learners]),
@@ -245,6 +249,16 @@ class DistributedTest(tf.test.TestCase):
     self.assertEqual('launch: error: 1 actor task(s) cannot feed 2 learners: '
                      'give at least one actor task per learner',
                      result.stderr.strip().splitlines()[-1])
+    with socket.socket() as busy:
+      busy.bind(('localhost', 0))
+      port = busy.getsockname()[1]
+      result = subprocess.run(
+          [sys.executable, 'launch.py', f'--base_port={port}'],
+          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+          check=False)
+    self.assertEqual(f'launch: error: port {port} is in use; choose another '
+                     '--base_port, or 0 for free ones',
+                     result.stderr.strip().splitlines()[-1])
     result = subprocess.run(
         [sys.executable, 'experiment.py', '--task=1'], cwd=REPO_ROOT,
         capture_output=True, text=True, timeout=120, check=False,
@@ -255,7 +269,7 @@ class DistributedTest(tf.test.TestCase):
                   result.stderr.strip().splitlines()[-1])
 
   def test_tf_config_and_an_unreachable_learner(self):
-    (port,) = free_ports(1)
+    (port,) = cluster_lib.free_loopback_ports(1)
     tf_config = ('{"cluster": {"learner": ["localhost:%d"], "actor": '
                  '["localhost:%d"]}, "task": {"type": "actor", "index": 0}}'
                  % (port, port + 1))

@@ -171,9 +171,8 @@ class LearnerTest(tf.test.TestCase):
     bias[:100] = -100.0  # These units never fire.
     agent.torso.fc.b.assign(bias)
     batch = fixed_batch(agent)
-    _, _, torso = agent.unroll(batch.agent_outputs.action,
-                               batch.env_outputs, batch.agent_state,
-                               return_torso=True)
+    torso = agent.unroll(batch.agent_outputs.action, batch.env_outputs,
+                         batch.agent_state).torso
     self.assertEqual(batch.env_outputs.reward.shape + (agents.CORE_SIZE,),
                      torso.shape)
     expected = np.mean(np.all(torso.numpy() <= 0, axis=(0, 1)))
