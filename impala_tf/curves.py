@@ -10,6 +10,10 @@ Each LOGDIR is one run, labelled by the folder's name, or by LABEL when
 given as LABEL=LOGDIR. A LOGDIR may also hold a Sample Factory run's events
 (a peer to compare with, never a dependency): its `reward/reward`, already
 the mean of its last 100 episodes against frames, is taken as the curve.
+With `--target=18` it also prints when each run's running mean first
+reached 18: frames, and wall-clock from the run's first event (the event
+files' own times; a silence of more than 5 minutes is a stopped run that was
+resumed, and is left out).
 """
 
 import collections
@@ -33,6 +37,11 @@ CSV_EVERY_FRAMES = 50_000
 # frames (it counts the frame skip, as this project does).
 SAMPLE_FACTORY_RETURN = 'reward/reward'
 SAMPLE_FACTORY_ENTROPY = 'train/entropy'
+# A run whose event files say nothing for longer than this was stopped (and
+# later resumed): the silence is not training time.
+PAUSE_SECS = 300.0
+
+Scalar = collections.namedtuple('Scalar', ['step', 'value', 'wall_time'])
 
 Curve = collections.namedtuple(
     'Curve',
@@ -40,6 +49,7 @@ Curve = collections.namedtuple(
         'frames',  # int64 [N]: the frame count at each finished game.
         'returns',  # float64 [N]: that game's return.
         'running_mean',  # float64 [N]: mean of the last WINDOW_GAMES games.
+        'seconds',  # float64 [N]: training wall-clock at that game.
     ])
 
 
@@ -48,52 +58,76 @@ class InputError(Exception):
 
 
 def read_scalars(logdir, tag):
-  """[(step, value)] of scalar summary `tag` in `logdir`'s event files (a
-  resumed run appends new files), sorted by step. TF2 writes scalars as
-  tensors; torch (Sample Factory) as simple values."""
+  """[`Scalar`] of summary `tag` in `logdir`'s event files (a resumed run
+  appends new files), sorted by step."""
+  return scalars(load_events(logdir), tag)
+
+
+def load_events(logdir):
+  """TensorBoard's accumulator of every event file in `logdir`, read."""
   from tensorboard.backend.event_processing import event_accumulator
-  from tensorboard.util import tensor_util
   accumulator = event_accumulator.EventAccumulator(
       logdir, size_guidance={event_accumulator.TENSORS: 0,
                              event_accumulator.SCALARS: 0})
   accumulator.Reload()
+  return accumulator
+
+
+def scalars(accumulator, tag):
+  """[`Scalar`] of `tag`, sorted by step. TF2 writes scalars as tensors;
+  torch (Sample Factory) as simple values."""
+  from tensorboard.util import tensor_util
   tags = accumulator.Tags()
   if tag in tags['tensors']:
-    points = [(event.step,
-               float(tensor_util.make_ndarray(event.tensor_proto)))
+    points = [Scalar(event.step,
+                     float(tensor_util.make_ndarray(event.tensor_proto)),
+                     event.wall_time)
               for event in accumulator.Tensors(tag)]
   elif tag in tags['scalars']:
-    points = [(event.step, event.value)
+    points = [Scalar(event.step, event.value, event.wall_time)
               for event in accumulator.Scalars(tag)]
   else:
     return []
-  points.sort(key=lambda point: point[0])
+  points.sort(key=lambda point: point.step)
   return points
 
 
-def curve(points, window=WINDOW_GAMES):
-  """A `Curve` from [(frames, return)] of finished games."""
-  frames = np.array([step for step, _ in points], dtype=np.int64)
-  returns = np.array([value for _, value in points], dtype=np.float64)
+def curve(games, window=WINDOW_GAMES, start_time=None):
+  """A `Curve` from the `Scalar`s of finished games' returns; the run began
+  at `start_time` (default: the first game's wall time)."""
+  frames = np.array([game.step for game in games], dtype=np.int64)
+  returns = np.array([game.value for game in games], dtype=np.float64)
   sums = np.concatenate([[0.0], np.cumsum(returns)])
   ends = np.arange(1, len(returns) + 1)
   starts = np.maximum(ends - window, 0)
-  return Curve(frames, returns, (sums[ends] - sums[starts]) / (ends - starts))
+  return Curve(frames, returns, (sums[ends] - sums[starts]) / (ends - starts),
+               training_seconds(games, start_time))
 
 
-def curve_of_running_means(points):
-  """A `Curve` from [(frames, mean of the last games)] that another tool
-  averaged already (Sample Factory); `returns` holds those means too."""
-  frames = np.array([step for step, _ in points], dtype=np.int64)
-  means = np.array([value for _, value in points], dtype=np.float64)
-  return Curve(frames, means, means)
+def curve_of_running_means(means, start_time=None):
+  """A `Curve` from the `Scalar`s of means of the last games that another
+  tool averaged already (Sample Factory); `returns` holds those means too."""
+  frames = np.array([mean.step for mean in means], dtype=np.int64)
+  values = np.array([mean.value for mean in means], dtype=np.float64)
+  return Curve(frames, values, values, training_seconds(means, start_time))
+
+
+def training_seconds(points, start_time=None):
+  """float64 [N]: wall-clock seconds from `start_time` (default: the first
+  point's) to each of `points`, less silences longer than PAUSE_SECS."""
+  times = np.array([point.wall_time for point in points], dtype=np.float64)
+  start = times[:1] if start_time is None else [start_time]
+  gaps = np.diff(np.concatenate([start, times]))
+  return np.cumsum(np.where((gaps < 0) | (gaps > PAUSE_SECS), 0.0, gaps))
 
 
 def frames_to_reach(run_curve, target):
-  """The first frame count at which the running mean is at least `target`,
-  or None."""
+  """(frames, training seconds) when the running mean first reached
+  `target`, or None."""
   (indices,) = np.nonzero(run_curve.running_mean >= target)
-  return int(run_curve.frames[indices[0]]) if len(indices) else None
+  if not len(indices):
+    return None
+  return int(run_curve.frames[indices[0]]), float(run_curve.seconds[indices[0]])
 
 
 def to_csv(curves, every_frames=CSV_EVERY_FRAMES):
@@ -114,7 +148,7 @@ def to_csv(curves, every_frames=CSV_EVERY_FRAMES):
 
 def to_png(curves, entropies, level):
   """PNG bytes: each run's running mean return against frames; below it,
-  the policy's entropy (`entropies`: {label: [(frames, entropy)]})."""
+  the policy's entropy (`entropies`: {label: [`Scalar`]})."""
   import matplotlib  # Only the plot needs it.
   matplotlib.use('Agg')
   from matplotlib import pyplot
@@ -123,8 +157,9 @@ def to_png(curves, entropies, level):
   for label, run_curve in curves.items():
     returns_axes.plot(run_curve.frames / 1e6, run_curve.running_mean,
                       label=label)
-    points = np.array(entropies.get(label) or [(0, np.nan)])
-    entropy_axes.plot(points[:, 0] / 1e6, points[:, 1], label=label)
+    points = entropies.get(label) or [Scalar(0, np.nan, 0.0)]
+    entropy_axes.plot([point.step / 1e6 for point in points],
+                      [point.value for point in points], label=label)
   returns_axes.set_ylabel(f'mean return, last {WINDOW_GAMES} games')
   returns_axes.set_title(level)
   returns_axes.legend(fontsize='small')
@@ -145,25 +180,27 @@ def figure_png(figure):
 
 
 def load_runs(logdirs, level):
-  """({run label: Curve of `level`'s games}, {run label: [(frames,
-  entropy)]}) for each log directory (or LABEL=directory)."""
+  """({run label: Curve of `level`'s games}, {run label: [`Scalar`] of the
+  policy's entropy}) for each log directory (or LABEL=directory)."""
   curves, entropies = {}, {}
   for argument in logdirs:
     label, _, logdir = argument.rpartition('=')
     label = label or os.path.basename(os.path.normpath(logdir))
     if not os.path.isdir(logdir):
       raise InputError(f'{logdir} is not a directory')
-    points = read_scalars(logdir, f'{level}/episode_return')
-    if points:
-      curves[label] = curve(points)
-      entropies[label] = read_scalars(logdir, 'learner/entropy')
+    events = load_events(logdir)
+    games = scalars(events, f'{level}/episode_return')
+    if games:
+      curves[label] = curve(games, start_time=events.FirstEventTimestamp())
+      entropies[label] = scalars(events, 'learner/entropy')
       continue
-    points = read_scalars(logdir, SAMPLE_FACTORY_RETURN)
-    if not points:
+    means = scalars(events, SAMPLE_FACTORY_RETURN)
+    if not means:
       raise InputError(f'{logdir} has no {level}/episode_return summaries '
                        f'(nor Sample Factory\'s {SAMPLE_FACTORY_RETURN})')
-    curves[label] = curve_of_running_means(points)
-    entropies[label] = read_scalars(logdir, SAMPLE_FACTORY_ENTROPY)
+    curves[label] = curve_of_running_means(means,
+                                           events.FirstEventTimestamp())
+    entropies[label] = scalars(events, SAMPLE_FACTORY_ENTROPY)
   return curves, entropies
 
 
@@ -177,6 +214,8 @@ def _define_flags():
   flags.DEFINE_string('output', None, 'Path without extension: .csv and '
                       '.png are written there.')
   flags.DEFINE_boolean('overwrite', False, 'Replace existing output files.')
+  flags.DEFINE_float('target', None, 'Also print the frames and wall-clock '
+                     'at which each run\'s running mean first reached this.')
 
 
 def main(argv):
@@ -197,6 +236,17 @@ def main(argv):
     print(f'{label}: {len(run_curve.returns)} games to '
           f'{int(run_curve.frames[-1]):,} frames; final running mean '
           f'{run_curve.running_mean[-1]:.2f}, best {best:.2f}')
+    if FLAGS.target is not None:
+      print(f'  {_reached(run_curve, FLAGS.target)}')
+
+
+def _reached(run_curve, target):
+  reached = frames_to_reach(run_curve, target)
+  if reached is None:
+    return (f'{target:g} not reached in {int(run_curve.frames[-1]):,} frames '
+            f'and {run_curve.seconds[-1] / 60:.1f} minutes')
+  frames, seconds = reached
+  return f'{target:g} first at {frames:,} frames, {seconds / 60:.1f} minutes'
 
 
 if __name__ == '__main__':

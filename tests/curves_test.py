@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -16,11 +17,18 @@ from impala_tf import curves
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def games(pairs, seconds_per_frame=0.0):
+  """`Scalar`s of (frames, return) games, written at `seconds_per_frame`."""
+  return [curves.Scalar(frames, value, 1000.0 + seconds_per_frame * frames)
+          for frames, value in pairs]
+
+
 class CurvesTest(tf.test.TestCase):
 
   def test_running_mean_over_the_last_games(self):
     returns = np.arange(250, dtype=np.float64)
-    run_curve = curves.curve([(10 * i, r) for i, r in enumerate(returns)])
+    run_curve = curves.curve(games([(10 * i, r)
+                                     for i, r in enumerate(returns)]))
     for index in (0, 5, 99, 100, 249):
       start = max(0, index + 1 - curves.WINDOW_GAMES)
       self.assertAllClose(np.mean(returns[start:index + 1]),
@@ -28,29 +36,38 @@ class CurvesTest(tf.test.TestCase):
     self.assertEqual(10 * 249, run_curve.frames[-1])
 
   def test_csv_keeps_the_last_game_of_each_frame_interval(self):
-    run_curve = curves.curve([(f, -21.0 + i) for i, f in enumerate(
-        [10, 20, 120, 130, 250])], window=1)
+    run_curve = curves.curve(games([(f, -21.0 + i) for i, f in enumerate(
+        [10, 20, 120, 130, 250])]), window=1)
     rows = curves.to_csv({'r': run_curve}, every_frames=100).splitlines()
     self.assertEqual(['r,20,-20.000', 'r,130,-18.000', 'r,250,-17.000'],
                      rows[1:])
 
   def test_csv_quotes_labels_with_commas(self):
-    run_curve = curves.curve([(10, 1.0)], window=1)
+    run_curve = curves.curve(games([(10, 1.0)]), window=1)
     rows = list(csv.reader(io.StringIO(curves.to_csv(
         {'batch 8, lr 1e-3': run_curve}))))
     self.assertEqual([['run', 'frames', 'mean_return'],
                       ['batch 8, lr 1e-3', '10', '1.000']], rows)
 
-  def test_frames_to_reach(self):
-    run_curve = curves.curve([(100, -21.0), (200, -1.0), (300, 20.0)],
-                             window=1)
-    self.assertEqual(200, curves.frames_to_reach(run_curve, -5.0))
+  def test_frames_and_training_time_to_reach(self):
+    # Written 0.01 s per frame from t = 1000 s; the run began at 990 s.
+    run_curve = curves.curve(
+        games([(100, -21.0), (200, -1.0), (300, 20.0)], 0.01), window=1,
+        start_time=990.0)
+    self.assertEqual((200, 12.0), curves.frames_to_reach(run_curve, -5.0))
     self.assertIsNone(curves.frames_to_reach(run_curve, 21.0))
 
-  def _write_games(self, logdir, games):
+  def test_a_long_silence_is_a_pause_not_training_time(self):
+    points = [curves.Scalar(10, 0.0, 100.0), curves.Scalar(20, 0.0, 160.0),
+              curves.Scalar(30, 0.0, 160.0 + curves.PAUSE_SECS + 1.0),
+              curves.Scalar(40, 0.0, 160.0 + curves.PAUSE_SECS + 31.0)]
+    self.assertAllClose([10.0, 70.0, 70.0, 100.0],
+                        curves.training_seconds(points, start_time=90.0))
+
+  def _write_games(self, logdir, pairs):
     writer = tf.summary.create_file_writer(logdir)
     with writer.as_default():
-      for frames, value in games:
+      for frames, value in pairs:
         tf.summary.scalar('atari/pong/episode_return', value, step=frames)
         tf.summary.scalar('atari/pong/episode_frames', 7.0, step=frames)
         tf.summary.scalar('learner/entropy', 1.5, step=frames)
@@ -58,17 +75,20 @@ class CurvesTest(tf.test.TestCase):
 
   def test_reads_events_and_writes_csv_and_png(self):
     logdir = os.path.join(tempfile.mkdtemp(), 'run_a')
-    games = [(1000 * i, float(i % 3 - 21)) for i in range(1, 31)]
-    self._write_games(logdir, games)
-    self.assertEqual(games, curves.read_scalars(logdir,
-                                                'atari/pong/episode_return'))
+    pairs = [(1000 * i, float(i % 3 - 21)) for i in range(1, 31)]
+    self._write_games(logdir, pairs)
+    self.assertEqual(pairs, [(game.step, game.value) for game in
+                             curves.read_scalars(logdir,
+                                                 'atari/pong/episode_return')])
     output = os.path.join(tempfile.mkdtemp(), 'curve')
     result = subprocess.run(
         [sys.executable, '-m', 'impala_tf.curves', logdir,
-         f'--output={output}'], capture_output=True, text=True, check=False,
-        timeout=120, cwd=REPO_ROOT)
+         f'--output={output}', '--target=-20.5'], capture_output=True,
+        text=True, check=False, timeout=120, cwd=REPO_ROOT)
     self.assertEqual(0, result.returncode, result.stderr)
     self.assertIn('run_a: 30 games to 30,000 frames', result.stdout)
+    self.assertIn('  -20.5 first at 1,000 frames, 0.0 minutes',
+                  result.stdout)
     with open(f'{output}.csv') as f:
       rows = f.read().splitlines()
     self.assertEqual('run,frames,mean_return', rows[0])
@@ -79,18 +99,24 @@ class CurvesTest(tf.test.TestCase):
     labelled, entropies = curves.load_runs([f'paper settings={logdir}'],
                                            'atari/pong')
     self.assertEqual(['paper settings'], list(labelled))
-    self.assertEqual([(frames, 1.5) for frames, _ in games],
-                     entropies['paper settings'])
+    self.assertEqual([(frames, 1.5) for frames, _ in pairs],
+                     [(point.step, point.value)
+                      for point in entropies['paper settings']])
 
   def test_reads_a_sample_factory_run_as_its_own_running_mean(self):
     from tensorboard.compat.proto import event_pb2  # pylint: disable=g-import-not-at-top
     from tensorboard.compat.proto import summary_pb2  # pylint: disable=g-import-not-at-top
     from tensorboard.summary.writer import event_file_writer  # pylint: disable=g-import-not-at-top
     logdir = tempfile.mkdtemp()
+    created = time.time()
     writer = event_file_writer.EventFileWriter(logdir)
-    # As torch's SummaryWriter writes them: simple values, frames as steps.
-    for frames, mean, entropy in [(5000, -20.5, 1.79), (10000, -19.0, 1.7)]:
-      writer.add_event(event_pb2.Event(step=frames, summary=summary_pb2.Summary(
+    # As torch's SummaryWriter writes them: simple values, frames as steps;
+    # here 20 s and 50 s after the file's first event.
+    for frames, mean, entropy, seconds in [(5000, -20.5, 1.79, 20.0),
+                                           (10000, -19.0, 1.7, 50.0)]:
+      writer.add_event(event_pb2.Event(
+          step=frames, wall_time=created + seconds,
+          summary=summary_pb2.Summary(
           value=[summary_pb2.Summary.Value(tag='reward/reward',
                                            simple_value=mean),
                  summary_pb2.Summary.Value(tag='train/entropy',
@@ -100,10 +126,12 @@ class CurvesTest(tf.test.TestCase):
                                        'atari/pong')
     self.assertAllEqual([5000, 10000], runs['sample factory'].frames)
     self.assertAllClose([-20.5, -19.0], runs['sample factory'].running_mean)
-    self.assertEqual(10000, curves.frames_to_reach(runs['sample factory'],
-                                                   -19.5))
+    frames, seconds = curves.frames_to_reach(runs['sample factory'], -19.5)
+    self.assertEqual(10000, frames)
+    self.assertAllClose(50.0, seconds, atol=1.0)
     self.assertAllClose([(5000, 1.79), (10000, 1.7)],
-                        entropies['sample factory'])
+                        [(point.step, point.value)
+                         for point in entropies['sample factory']])
 
   def test_a_run_without_games_is_one_line(self):
     logdir = tempfile.mkdtemp()
