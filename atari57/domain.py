@@ -1,7 +1,7 @@
 """Atari-57 as a `impala_tf.domain.Domain`: the games, their environments for
 training (ale-py's C++ vector environment, or one process per game) and
-for test mode (1-30 no-op starts), the human-normalised benchmark and the
-paper's Atari hyperparameters (Table G.1)."""
+for test mode (both with 1-30 no-op starts), the human-normalised benchmark
+and the paper's Atari hyperparameters (Table G.1)."""
 
 import functools
 

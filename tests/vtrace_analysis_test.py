@@ -44,10 +44,16 @@ class VTraceAnalysisTest(tf.test.TestCase):
     with flagsaver.flagsaver(**settings):
       vtrace_analysis.main([])
     self.assertEqual(events_before, sorted(os.walk(runs_dir)))
-    # A second seed reuses the first's runs and joins the table.
+    # A second seed reuses the first's runs, untouched, and joins the table.
     settings.update(replay_proportions=['0'], seeds=['1', '2'])
     with flagsaver.flagsaver(**settings):
       vtrace_analysis.main([])
+    events_after = sorted(os.walk(runs_dir))
+    seed_1 = [walked for walked in events_before if 'seed1' in walked[0]]
+    self.assertNotEmpty(seed_1)
+    for walked in seed_1:
+      self.assertIn(walked, events_after)
+    self.assertTrue(any('seed2' in walked[0] for walked in events_after))
     with open(f'{output}.md') as table:
       self.assertIn('over seeds 1, 2.', table.readline())
     with open(f'{output}.csv') as csv:
