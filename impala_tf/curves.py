@@ -12,8 +12,8 @@ given as LABEL=LOGDIR. A LOGDIR may also hold a Sample Factory run's events
 the mean of its last 100 episodes against frames, is taken as the curve.
 With `--target=18` it also prints when each run's running mean first
 reached 18: frames, and wall-clock from the run's first event (the event
-files' own times; a silence of more than 5 minutes is a stopped run that was
-resumed, and is left out).
+files' own times; a silence of more than 5 minutes in all of a run's
+summaries is a stopped run that was resumed, and is left out).
 """
 
 import collections
@@ -92,33 +92,51 @@ def scalars(accumulator, tag):
   return points
 
 
-def curve(games, window=WINDOW_GAMES, start_time=None):
-  """A `Curve` from the `Scalar`s of finished games' returns; the run began
-  at `start_time` (default: the first game's wall time)."""
+def curve(games, window=WINDOW_GAMES, activity=None):
+  """A `Curve` from the `Scalar`s of finished games' returns; `activity`:
+  the wall time of every event the run wrote (default: the games')."""
   frames = np.array([game.step for game in games], dtype=np.int64)
   returns = np.array([game.value for game in games], dtype=np.float64)
   sums = np.concatenate([[0.0], np.cumsum(returns)])
   ends = np.arange(1, len(returns) + 1)
   starts = np.maximum(ends - window, 0)
   return Curve(frames, returns, (sums[ends] - sums[starts]) / (ends - starts),
-               training_seconds(games, start_time))
+               training_seconds(games, activity))
 
 
-def curve_of_running_means(means, start_time=None):
+def curve_of_running_means(means, activity=None):
   """A `Curve` from the `Scalar`s of means of the last games that another
   tool averaged already (Sample Factory); `returns` holds those means too."""
   frames = np.array([mean.step for mean in means], dtype=np.int64)
   values = np.array([mean.value for mean in means], dtype=np.float64)
-  return Curve(frames, values, values, training_seconds(means, start_time))
+  return Curve(frames, values, values, training_seconds(means, activity))
 
 
-def training_seconds(points, start_time=None):
-  """float64 [N]: wall-clock seconds from `start_time` (default: the first
-  point's) to each of `points`, less silences longer than PAUSE_SECS."""
+def training_seconds(points, activity=None):
+  """float64 [N]: seconds of training from the run's first event to each of
+  `points`. `activity`: the wall times of all the run's events (default:
+  the points'); a silence between them longer than PAUSE_SECS is a stop,
+  not training."""
   times = np.array([point.wall_time for point in points], dtype=np.float64)
-  start = times[:1] if start_time is None else [start_time]
-  gaps = np.diff(np.concatenate([start, times]))
-  return np.cumsum(np.where((gaps < 0) | (gaps > PAUSE_SECS), 0.0, gaps))
+  activity = np.sort(np.concatenate([
+      times, times if activity is None else np.asarray(activity, np.float64)]))
+  gaps = np.diff(activity)
+  paused = np.concatenate([[0.0], np.cumsum(np.where(gaps > PAUSE_SECS,
+                                                     gaps, 0.0))])
+  # Each point is an activity time itself: the pauses before it are exact.
+  before = np.searchsorted(activity, times, side='right') - 1
+  return times - activity[0] - paused[before]
+
+
+def wall_times(accumulator):
+  """The wall time of every summary event and of the first event."""
+  times = [accumulator.FirstEventTimestamp()]
+  tags = accumulator.Tags()
+  for tag in tags['tensors']:
+    times.extend(event.wall_time for event in accumulator.Tensors(tag))
+  for tag in tags['scalars']:
+    times.extend(event.wall_time for event in accumulator.Scalars(tag))
+  return times
 
 
 def frames_to_reach(run_curve, target):
@@ -191,15 +209,14 @@ def load_runs(logdirs, level):
     events = load_events(logdir)
     games = scalars(events, f'{level}/episode_return')
     if games:
-      curves[label] = curve(games, start_time=events.FirstEventTimestamp())
+      curves[label] = curve(games, activity=wall_times(events))
       entropies[label] = scalars(events, 'learner/entropy')
       continue
     means = scalars(events, SAMPLE_FACTORY_RETURN)
     if not means:
       raise InputError(f'{logdir} has no {level}/episode_return summaries '
                        f'(nor Sample Factory\'s {SAMPLE_FACTORY_RETURN})')
-    curves[label] = curve_of_running_means(means,
-                                           events.FirstEventTimestamp())
+    curves[label] = curve_of_running_means(means, wall_times(events))
     entropies[label] = scalars(events, SAMPLE_FACTORY_ENTROPY)
   return curves, entropies
 

@@ -53,16 +53,25 @@ class CurvesTest(tf.test.TestCase):
     # Written 0.01 s per frame from t = 1000 s; the run began at 990 s.
     run_curve = curves.curve(
         games([(100, -21.0), (200, -1.0), (300, 20.0)], 0.01), window=1,
-        start_time=990.0)
+        activity=[990.0])
     self.assertEqual((200, 12.0), curves.frames_to_reach(run_curve, -5.0))
     self.assertIsNone(curves.frames_to_reach(run_curve, 21.0))
 
   def test_a_long_silence_is_a_pause_not_training_time(self):
+    resumed = 160.0 + curves.PAUSE_SECS + 1.0
     points = [curves.Scalar(10, 0.0, 100.0), curves.Scalar(20, 0.0, 160.0),
-              curves.Scalar(30, 0.0, 160.0 + curves.PAUSE_SECS + 1.0),
-              curves.Scalar(40, 0.0, 160.0 + curves.PAUSE_SECS + 31.0)]
+              curves.Scalar(30, 0.0, resumed),
+              curves.Scalar(40, 0.0, resumed + 30.0)]
     self.assertAllClose([10.0, 70.0, 70.0, 100.0],
-                        curves.training_seconds(points, start_time=90.0))
+                        curves.training_seconds(points, activity=[90.0]))
+    # A first game long after the start, with other summaries between
+    # (Sample Factory reports returns once 100 games are over): training.
+    late = [curves.Scalar(10, 0.0, 90.0 + 2 * curves.PAUSE_SECS)]
+    busy = np.arange(90.0, 90.0 + 2 * curves.PAUSE_SECS, 10.0)
+    self.assertAllClose([2 * curves.PAUSE_SECS],
+                        curves.training_seconds(late, activity=busy))
+    self.assertAllClose([0.0], curves.training_seconds(late,
+                                                       activity=[90.0]))
 
   def _write_games(self, logdir, pairs):
     writer = tf.summary.create_file_writer(logdir)
