@@ -237,7 +237,11 @@ class _TrainingLoop:
     # The update count the newest checkpoint holds, if this run knows it.
     self.checkpointed_updates = self.num_updates if restored else None
     self._stats = {}
-    self._policy_lags = []
+    # Replayed trajectories come last in a batch (`replay.ReplayTransport`);
+    # their age is logged apart, so that the policy lag stays the actors'.
+    self._num_new = batch_size - replay.num_replayed(
+        batch_size, config.replay_proportion)
+    self._policy_lags, self._replayed_ages = [], []
 
   def run(self, manager):
     """Trains until the frame budget is spent or a stop is requested."""
@@ -247,8 +251,7 @@ class _TrainingLoop:
            not self._learner.any_learner(self._stop.is_set())):
       batch = self._staging_area.get(self._stop)
       self._stats = self._learner.train_step(batch)
-      self._policy_lags.append(self.num_updates -
-                               batch.policy_version.mean())
+      self._record_lags(batch.policy_version)
       self.num_updates += 1
       self._after_update(self.num_updates)
       self.frames = int(self._learner.num_environment_frames.numpy())
@@ -258,6 +261,20 @@ class _TrainingLoop:
         checkpointing.save(manager, self.num_updates)
         self.checkpointed_updates = self.num_updates
         last_checkpoint = time.monotonic()
+
+  def _record_lags(self, policy_versions):
+    """Updates since acting began, of the batch's new and replayed parts."""
+    lags = self.num_updates - policy_versions
+    self._policy_lags.append(lags[:self._num_new].mean())
+    if len(lags) > self._num_new:
+      self._replayed_ages.append(lags[self._num_new:].mean())
+
+  def _lags(self):
+    """The mean policy lag (and replayed age) since the last report."""
+    lags = {'policy_lag': float(np.mean(self._policy_lags))}
+    if self._replayed_ages:
+      lags['replayed_policy_lag'] = float(np.mean(self._replayed_ages))
+    return lags
 
   def _report(self):
     """Finished games to the summaries; a progress line and the learner's
@@ -272,20 +289,20 @@ class _TrainingLoop:
         self.frames, progress.describe_returns(recent_means, levels, summary),
         extra=f'updates {self.num_updates:,} | loss '
         f'{float(self._stats["total_loss"]):.2f} | queue '
-        f'{self._transport.fill():.0%} | policy lag '
-        f'{np.mean(self._policy_lags):.1f}')
+        f'{self._transport.fill():.0%} | ' + ', '.join(
+            f'{name.replace("_", " ")} {value:.1f}'
+            for name, value in self._lags().items()))
     if fps is None:
       return
     scalars = {name: float(value) for name, value in self._stats.items()}
-    scalars.update(policy_lag=float(np.mean(self._policy_lags)),
-                   queue_fill=self._transport.fill())
+    scalars.update(self._lags(), queue_fill=self._transport.fill())
     progress.write_scalars(self._writer, self.frames, scalars, 'learner')
     progress.write_scalars(self._writer, self.frames,
                            {'frames_per_second': fps}, 'throughput')
     if summary:
       progress.write_scalars(self._writer, self.frames, summary,
                              'human_normalized')
-    self._policy_lags = []
+    self._policy_lags, self._replayed_ages = [], []
 
   def finish(self, manager):
     """The run's results, after its final checkpoint (first learner)."""

@@ -2,15 +2,18 @@
 (its policy-lag analysis)."""
 
 import collections
+import tempfile
 
 import numpy as np
 import tensorflow as tf
 
 from impala_tf import agents
+from impala_tf import curves
 from impala_tf import replay
 from impala_tf import rpc_transport
 from impala_tf import trajectory as trajectory_lib
 from impala_tf import weight_delay
+from tests import pipeline_util
 
 
 class _NumberedTransport:
@@ -73,6 +76,24 @@ class ReplayTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, r'--replay_capacity=10000000 '
                                 r'needs [\d,]+ MiB .* available'):
       replay.check_capacity(10_000_000, replay.trajectory_bytes(spec))
+
+
+class ReplayedLagTest(tf.test.TestCase):
+
+  def test_policy_lag_counts_new_trajectories_and_replayed_apart(self):
+    logdir = tempfile.mkdtemp()
+    pipeline_util.train(logdir=logdir, level_name='catch/plain',
+                        num_actors=8, num_actor_threads=2, batch_size=4,
+                        replay_proportion=0.5, total_environment_frames=20_000,
+                        progress_interval_secs=1)
+    lags = curves.read_scalars(logdir, 'learner/policy_lag')
+    ages = curves.read_scalars(logdir, 'learner/replayed_policy_lag')
+    self.assertGreaterEqual(len(ages), 3)
+    # Two new trajectories of 4 per update: the actors stay a few updates
+    # behind, while the buffer's trajectories grow older with every update.
+    self.assertLess(lags[-1].value, 20)
+    self.assertGreater(ages[-1].value, 3 * lags[-1].value)
+    self.assertGreater(ages[-1].value, ages[0].value)
 
 
 class WeightDelayTest(tf.test.TestCase):
