@@ -102,14 +102,14 @@ class ProgressLine:
     self._last_time = None
     self._last_frames = None
 
-  def maybe_print(self, frames, returns, extra=''):
-    """Prints if `interval_secs` passed since the last line (the first call
-    only records the start); returns frames/s when it printed, else None.
+  def rate_if_due(self, frames):
+    """Frames/s since the last line when `interval_secs` have passed, else
+    None (the first call only records the start). The caller builds and
+    `show`s the line only then, so that describing a run costs nothing
+    between lines.
 
     Args:
       frames: int, environment frames so far.
-      returns: str, e.g. from `describe_returns`.
-      extra: str appended to the line.
     """
     now = time.monotonic()
     if self._last_time is None:
@@ -119,12 +119,22 @@ class ProgressLine:
       return None
     fps = (frames - self._last_frames) / (now - self._last_time)
     self._last_time, self._last_frames = now, frames
+    return fps
+
+  def show(self, frames, fps, returns, extra=''):
+    """Prints one line.
+
+    Args:
+      frames: int, environment frames so far.
+      fps: float, from `rate_if_due`.
+      returns: str, e.g. from `describe_returns`.
+      extra: str appended to the line.
+    """
     left = (_duration((self._total_frames - frames) / fps)
             if fps > 0 else '?')
     self._print(f'frames {frames:,} / {self._total_frames:,} | '
                 f'{fps:,.0f} frames/s | {left} left | return {returns}'
                 f'{" | " + extra if extra else ""}')
-    return fps
 
 
 def write_scalars(writer, step, scalars, prefix):

@@ -246,7 +246,7 @@ class _TrainingLoop:
   def run(self, manager):
     """Trains until the frame budget is spent or a stop is requested."""
     last_checkpoint = time.monotonic()
-    self._progress_line.maybe_print(self.frames, '')
+    self._progress_line.rate_if_due(self.frames)
     while (self.frames < self._config.total_environment_frames and
            not self._learner.any_learner(self._stop.is_set())):
       batch = self._staging_area.get(self._stop)
@@ -282,20 +282,23 @@ class _TrainingLoop:
     levels, benchmark = self._config.levels, self._domain.benchmark
     progress.write_games(self._writer, self.frames,
                          self._game_log.take_unwritten(), benchmark)
+    fps = self._progress_line.rate_if_due(self.frames)
+    if fps is None:
+      return
     recent_means = self._game_log.recent_means()
     summary = progress.human_normalized_summary(recent_means, levels,
                                                 benchmark)
-    fps = self._progress_line.maybe_print(
-        self.frames, progress.describe_returns(recent_means, levels, summary),
+    lags = self._lags()
+    self._progress_line.show(
+        self.frames, fps,
+        progress.describe_returns(recent_means, levels, summary),
         extra=f'updates {self.num_updates:,} | loss '
         f'{float(self._stats["total_loss"]):.2f} | queue '
         f'{self._transport.fill():.0%} | ' + ', '.join(
             f'{name.replace("_", " ")} {value:.1f}'
-            for name, value in self._lags().items()))
-    if fps is None:
-      return
+            for name, value in lags.items()))
     scalars = {name: float(value) for name, value in self._stats.items()}
-    scalars.update(self._lags(), queue_fill=self._transport.fill())
+    scalars.update(lags, queue_fill=self._transport.fill())
     progress.write_scalars(self._writer, self.frames, scalars, 'learner')
     progress.write_scalars(self._writer, self.frames,
                            {'frames_per_second': fps}, 'throughput')

@@ -4,6 +4,7 @@ level-list errors."""
 
 import json
 import os
+from unittest import mock
 
 import numpy as np
 import tensorflow as tf
@@ -94,6 +95,21 @@ class MultitaskTest(tf.test.TestCase):
                      'median 12.0% mean 3.5%', text)
     self.assertEqual('catch/a: 0.5 (2 games)', progress.describe_returns(
         {'catch/a': (2, 0.5)}, ['catch/a'], None))
+
+  def test_the_progress_line_comes_every_interval_with_time_left(self):
+    lines, clock = [], [100.0]
+    line = progress.ProgressLine(total_frames=10_000, interval_secs=10,
+                                 print_fn=lines.append)
+    with mock.patch.object(progress.time, 'monotonic', lambda: clock[0]):
+      self.assertIsNone(line.rate_if_due(0))  # Records the start.
+      clock[0] = 109.0
+      self.assertIsNone(line.rate_if_due(900))
+      clock[0] = 110.0
+      fps = line.rate_if_due(1_000)
+    self.assertAllClose(100.0, fps)
+    line.show(1_000, fps, 'catch/a: 0.5 (2 games)', extra='updates 7')
+    self.assertEqual(['frames 1,000 / 10,000 | 100 frames/s | 1m30s left | '
+                      'return catch/a: 0.5 (2 games) | updates 7'], lines)
 
   def test_level_lists_are_checked(self):
     for overrides, message in [
