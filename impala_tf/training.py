@@ -288,17 +288,17 @@ class _TrainingLoop:
     recent_means = self._game_log.recent_means()
     summary = progress.human_normalized_summary(recent_means, levels,
                                                 benchmark)
-    lags = self._lags()
+    lags, queue_fill = self._lags(), self._transport.fill()
     self._progress_line.show(
         self.frames, fps,
         progress.describe_returns(recent_means, levels, summary),
         extra=f'updates {self.num_updates:,} | loss '
         f'{float(self._stats["total_loss"]):.2f} | queue '
-        f'{self._transport.fill():.0%} | ' + ', '.join(
+        f'{queue_fill:.0%} | ' + ', '.join(
             f'{name.replace("_", " ")} {value:.1f}'
             for name, value in lags.items()))
     scalars = {name: float(value) for name, value in self._stats.items()}
-    scalars.update(lags, queue_fill=self._transport.fill())
+    scalars.update(lags, queue_fill=queue_fill)
     progress.write_scalars(self._writer, self.frames, scalars, 'learner')
     progress.write_scalars(self._writer, self.frames,
                            {'frames_per_second': fps}, 'throughput')

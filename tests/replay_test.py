@@ -2,7 +2,6 @@
 (its policy-lag analysis)."""
 
 import collections
-import tempfile
 
 import numpy as np
 import tensorflow as tf
@@ -81,7 +80,7 @@ class ReplayTest(tf.test.TestCase):
 class ReplayedLagTest(tf.test.TestCase):
 
   def test_policy_lag_counts_new_trajectories_and_replayed_apart(self):
-    logdir = tempfile.mkdtemp()
+    logdir = self.create_tempdir().full_path
     pipeline_util.train(logdir=logdir, level_name='catch/plain',
                         num_actors=8, num_actor_threads=2, batch_size=4,
                         replay_proportion=0.5, total_environment_frames=20_000,
