@@ -164,7 +164,9 @@ def _png(cells, level):
 
 
 def _write_outputs(results, level):
-  command = ' '.join(sys.argv)
+  # argv[0] is the script's path under `python -m`; the module reruns it.
+  command = ' '.join(
+      ['python -m experiments.vtrace_analysis'] + sys.argv[1:])
   seeds = sorted({seed for _, _, _, seed in results})
   output_files.write_atomically(
       f'{FLAGS.output}.md', f'{level}: final mean return of the last 100 '

@@ -29,6 +29,9 @@ class VTraceAnalysisTest(tf.test.TestCase):
     with open(f'{output}.md') as table:
       lines = table.read().splitlines()
     self.assertIn('over seeds 1.', lines[0])
+    # The command to rerun it, whatever path the module ran from.
+    self.assertTrue(lines[2].startswith(
+        '    python -m experiments.vtrace_analysis'), lines[2])
     self.assertIn('| | delay 2 |', lines)
     self.assertIn('| *With replay (50% of each batch)* | |', lines)
     rows = [line for line in lines if line.startswith(('| V-trace',
