@@ -24,6 +24,7 @@ import collections
 import os
 import signal
 import sys
+import tempfile
 import threading
 
 from absl import app
@@ -51,10 +52,11 @@ flags.DEFINE_string('logdir', 'logs/impala', 'Checkpoints, summaries, '
                     'flags and test results.')
 flags.DEFINE_string('level_name', 'atari/pong',
                     'A level (atari/<game>: an ale-py ROM id; '
-                    'dmlab/<level>: a DMLab-30 level), a suite (atari57, '
-                    'dmlab30) or a comma-separated list of levels: one '
-                    'agent learns them all, levels assigned round-robin to '
-                    'actors.')
+                    'dmlab/<level>: any DeepMind Lab level script, e.g. '
+                    'dmlab/seekavoid_arena_01 or a DMLab-30 level), a suite '
+                    '(atari57, dmlab30) or a comma-separated list of levels: '
+                    'one agent learns them all, levels assigned round-robin '
+                    'to actors.')
 flags.DEFINE_enum('agent', 'shallow', list(agents.TORSOS), 'The torso.')
 flags.DEFINE_enum('core', None, list(agents.CORES),
                   'The core; default per domain (Atari: feedforward, '
@@ -154,6 +156,10 @@ flags.DEFINE_boolean('full_action_set', None, 'Atari: all 18 actions; '
                      'differ), else the game\'s minimal set.')
 flags.DEFINE_string('dataset_path', None, 'DMLab: the directory of the '
                     'Brady-Konkle-Oliva images the psychlab levels need.')
+flags.DEFINE_string('level_cache_dir', os.path.join(
+    tempfile.gettempdir(), 'impala_tf_dmlab_level_cache'), 'DMLab: the '
+    'directory of compiled maps the environments share (scalable_agent\'s '
+    'level cache); empty: compile every map.')
 flags.DEFINE_integer('width', 96, 'DMLab: frame width in pixels.',
                      lower_bound=1)
 flags.DEFINE_integer('height', 72, 'DMLab: frame height in pixels.',

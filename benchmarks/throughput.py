@@ -1,4 +1,4 @@
-r"""Training throughput on Atari (a benchmark, not a test).
+r"""Training throughput on Atari and DeepMind Lab (a benchmark, not a test).
 
 Each configuration runs in a fresh process for `--seconds` after a warm-up
 and prints one JSON line: frames/s (environment frames = agent steps x 4)
@@ -12,8 +12,16 @@ and the peak resident memory of that process and its children together.
     (the paper's Atari agent) and LSTM core; dynamic batching on and off;
     XLA on; environments in processes; 16 actor threads.
 
+With a DeepMind Lab level (`--level=dmlab/...`) the configurations are
+`DMLAB_CONFIGURATIONS`: the engine alone in processes, and training with
+the shallow feed-forward, shallow LSTM and deep ResNet + LSTM agents (the
+language LSTM is the DMLab agents' own), 2 threads of environments or one
+thread each with dynamic batching (the paper's actors).
+
   .venv/bin/python benchmarks/throughput.py [--seconds=60] [--only=NAME,...]
       [--level=atari57]
+  .venv/bin/python benchmarks/throughput.py --level=dmlab/seekavoid_arena_01 \
+      --num_environments=16 --batch=8 --unroll=100
 """
 
 import json
@@ -32,8 +40,9 @@ from benchmarks import progress_window  # pylint: disable=g-import-not-at-top,wr
 
 progress_window.define_flags(warmup_seconds=20.0)
 flags.adopt_module_key_flags(progress_window)
-flags.DEFINE_string('level', 'atari/pong', 'The Atari level, suite '
-                    '(atari57) or comma-separated levels, as --level_name.')
+flags.DEFINE_string('level', 'atari/pong', 'The level, suite (atari57, '
+                    'dmlab30) or comma-separated levels, as --level_name; '
+                    'dmlab/ levels run DMLAB_CONFIGURATIONS.')
 flags.DEFINE_integer('num_environments', 64, 'Environments in every '
                      'configuration (experiment.py\'s --num_actors).',
                      lower_bound=1)
@@ -43,6 +52,7 @@ FLAGS = flags.FLAGS
 # name -> experiment.py flags. Every one also gets the shallow agent,
 # --unroll_length, --batch_size and --num_environments environments.
 COMMON = ['--agent=shallow', '--num_actor_threads=2']
+_ONE_PER_ENVIRONMENT = 'NUM_ENVIRONMENTS'  # Replaced by --num_environments.
 CONFIGURATIONS = {
     'env_ceiling_vector': COMMON + ['--atari_environment=vector'],
     'env_ceiling_process': COMMON + ['--atari_environment=process'],
@@ -65,6 +75,24 @@ CONFIGURATIONS = {
     'train_lstm_16_threads': COMMON + [
         '--core=lstm', '--num_actor_threads=16'],
 }
+
+DMLAB_CONFIGURATIONS = {
+    'env_ceiling': COMMON,
+    'train_shallow_feedforward': COMMON + ['--core=feedforward'],
+    'train_shallow_lstm': COMMON + ['--core=lstm'],
+    'train_deep_lstm': ['--agent=deep', '--core=lstm',
+                        '--num_actor_threads=2'],
+    # One thread per environment: a slow episode start (a map compile)
+    # stops its own environment only.
+    'train_shallow_lstm_thread_per_environment_dynamic_batching': [
+        '--agent=shallow', '--core=lstm', '--dynamic_batching',
+        f'--num_actor_threads={_ONE_PER_ENVIRONMENT}'],
+}
+
+
+def configurations(level):
+  """The configurations for `level`: DeepMind Lab's or Atari's."""
+  return DMLAB_CONFIGURATIONS if level.startswith('dmlab') else CONFIGURATIONS
 
 
 def _descendants(pid):
@@ -179,8 +207,9 @@ def _train(config, seconds, warmup):
 
 def _flags_of(name):
   """experiment.py's flags for configuration `name` at this run's sizes."""
-  return CONFIGURATIONS[name] + [f'--unroll_length={FLAGS.unroll}',
-                                 f'--batch_size={FLAGS.batch}']
+  return [flag.replace(_ONE_PER_ENVIRONMENT, str(FLAGS.num_environments))
+          for flag in configurations(FLAGS.level)[name]] + [
+              f'--unroll_length={FLAGS.unroll}', f'--batch_size={FLAGS.batch}']
 
 
 def run_child(name):
@@ -213,10 +242,11 @@ def main(argv):
   if FLAGS.child:
     run_child(FLAGS.child)
     return
-  for name in FLAGS.only or CONFIGURATIONS:
-    if name not in CONFIGURATIONS:
-      sys.exit(f'unknown configuration {name!r}; one of '
-               f'{", ".join(CONFIGURATIONS)}')
+  known = configurations(FLAGS.level)
+  for name in FLAGS.only or known:
+    if name not in known:
+      sys.exit(f'unknown configuration {name!r} for {FLAGS.level}; one of '
+               f'{", ".join(known)}')
     result = subprocess.run(
         [sys.executable, os.path.abspath(__file__), f'--child={name}',
          f'--seconds={FLAGS.seconds}',

@@ -1,24 +1,27 @@
-"""DMLab-30 as a `impala_tf.domain.Domain`: the 30 levels (training levels;
-test mode plays the held-out twins), one DeepMind Lab process per
-environment, the capped human-normalised benchmark and the official
+"""DeepMind Lab as a `impala_tf.domain.Domain`: any level the engine has
+(`levels`), the DMLab-30 suite (training levels; test mode plays the
+held-out twins), one DeepMind Lab process per environment, the capped human-normalised benchmark and the official
 DMLab-30 run's hyperparameters (Table D.3, scalable_agent's README)."""
 
 import functools
 
 from dmlab30 import environment as dmlab_environment
+from dmlab30 import levels
 from dmlab30 import scores
 from impala_tf import domain
 from impala_tf import environments
 
 
 def _check_level(level_name):
-  scores.level_path(level_name)
-  if level_name not in scores.TRAIN_LEVELS:
+  levels.level_script(level_name)
+  if (level_name in scores.TEST_LEVELS and
+      level_name not in scores.TRAIN_LEVELS):
     (train_level,) = [train for train, test in scores.TEST_LEVEL_OF.items()
                       if test == level_name]
     raise ValueError(f'{level_name} is held out for testing: train on '
                      f'{train_level} (test mode plays {level_name} for it)')
   dmlab_environment.check_installed()
+  levels.check_engine_has(level_name)
 
 
 def _environment_info(config, level_name):
@@ -34,7 +37,8 @@ def _processes(config, level_names, seed, is_test):
           dmlab_environment.DmLabEnvironment, level_name, seed=seed + index,
           num_action_repeats=config.num_action_repeats, is_test=is_test,
           dataset_path=config.dataset_path, width=config.width,
-          height=config.height)
+          height=config.height,
+          level_cache_dir=config.level_cache_dir or None)
       for index, level_name in enumerate(level_names)
   ]
   return environments.ProcessEnvironments(constructors, level_names,
@@ -58,5 +62,6 @@ DOMAIN = domain.Domain(
         epsilon=0.1, max_grad_norm=0.0),
     environment_info=_environment_info,
     training_environments=functools.partial(_processes, is_test=False),
-    test_level=scores.TEST_LEVEL_OF.get,
+    # Levels outside DMLab-30 are tested on themselves.
+    test_level=lambda level: scores.TEST_LEVEL_OF.get(level, level),
     test_environments=functools.partial(_processes, is_test=True))

@@ -1,4 +1,4 @@
-"""DMLab-30 levels as the paper plays them, as a `dm_env.Environment`.
+"""DeepMind Lab levels as the paper plays them, as a `dm_env.Environment`.
 
 Table D.3 and the official code (scalable_agent's `environments.py` and
 `experiment.py`): 96x72 RGB frames, each of Table D.2's 9 actions repeated
@@ -18,7 +18,8 @@ import dm_env
 from dm_env import specs
 import numpy as np
 
-from dmlab30 import scores
+from dmlab30 import level_cache as level_cache_lib
+from dmlab30 import levels
 from impala_tf import environments
 
 # Table D.2, as 7-element native actions: [look left/right (pixels), look
@@ -53,7 +54,7 @@ def check_installed():
 
 
 class DmLabEnvironment(dm_env.Environment):
-  """One DMLab-30 level. Observations: `environments.Observation`.
+  """One DeepMind Lab level. Observations: `environments.Observation`.
 
   DeepMind Lab has no observation once an episode has ended, so the last
   step of an episode repeats the observation before it.
@@ -66,11 +67,12 @@ class DmLabEnvironment(dm_env.Environment):
                is_test=False,
                dataset_path=None,
                width=96,
-               height=72):
+               height=72,
+               level_cache_dir=None):
     """
     Args:
-      level_name: str, one of `scores.TRAIN_LEVELS` (or, with `is_test`,
-        `scores.TEST_LEVELS`).
+      level_name: str, `dmlab/<level>` (`levels.level_script`); DMLab-30's
+        held-out levels only with `is_test`.
       seed: int: seeds the episodes' seeds, as the official code.
       num_action_repeats: frames each action is repeated for.
       is_test: load held-out levels, with the evaluation mixer seed.
@@ -78,12 +80,14 @@ class DmLabEnvironment(dm_env.Environment):
         psychlab levels need.
       width: frame width in pixels.
       height: frame height in pixels.
+      level_cache_dir: str or None: where compiled maps are shared
+        (`level_cache.LevelCache`); None: every map is compiled.
 
     Raises:
       ImportError: DeepMind Lab's Python module is not installed.
-      ValueError: `level_name` is not a DMLab-30 level.
+      ValueError: `level_name` is not of the form `dmlab/<level>`.
     """
-    level_path = scores.level_path(level_name)
+    script = levels.level_script(level_name)
     try:
       import deepmind_lab  # pylint: disable=g-import-not-at-top
     except ImportError:
@@ -94,8 +98,9 @@ class DmLabEnvironment(dm_env.Environment):
     if is_test:
       config['allowHoldOutLevels'] = 'true'
       config['mixerSeed'] = str(EVALUATION_MIXER_SEED)
-    self._lab = deepmind_lab.Lab(level_path, ['RGB_INTERLEAVED', 'INSTR'],
-                                 config=config)
+    cache = level_cache_dir and level_cache_lib.LevelCache(level_cache_dir)
+    self._lab = deepmind_lab.Lab(script, ['RGB_INTERLEAVED', 'INSTR'],
+                                 config=config, level_cache=cache or None)
     self._native_actions = np.array(DEFAULT_ACTION_SET, np.intc)
     self._num_action_repeats = num_action_repeats
     self._random_state = np.random.RandomState(seed)

@@ -2,6 +2,7 @@
 they must not rot): each script, for a moment and at a small size, prints a
 JSON line per configuration with a positive speed and no error."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -18,13 +19,20 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(REPO_ROOT, 'benchmarks')
 
 
-def _run(script, *args):
+# DeepMind Lab's configurations run on the real engine where it is
+# installed, else on the tests' stand-in.
+DMLAB_PATH = os.pathsep.join(
+    [REPO_ROOT] + ([] if importlib.util.find_spec('deepmind_lab') else
+                   [os.path.join(REPO_ROOT, 'tests', 'dmlab_stand_in')]))
+
+
+def _run(script, *args, python_path=REPO_ROOT):
   """The JSON lines `benchmarks/script` printed, run as `make benchmark`
   runs it."""
   result = subprocess.run(
       [sys.executable, os.path.join(BENCHMARKS, script), *args],
       capture_output=True, text=True, timeout=600, check=False,
-      env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+      env=dict(os.environ, PYTHONPATH=python_path))
   lines = [json.loads(line) for line in result.stdout.splitlines()
            if line.startswith('{')]
   return result, lines
@@ -79,6 +87,18 @@ class ThroughputBenchmarkTest(parameterized.TestCase):
   def test_configuration_runs(self, name):
     result, lines = _run('throughput.py', f'--only={name}',
                          '--num_environments=4', *SMALL_BATCHES)
+    self.assertEqual(0, result.returncode, result.stderr[-2000:])
+    _check(self, lines, [name], 'frames_per_second')
+
+
+class DmLabThroughputBenchmarkTest(parameterized.TestCase):
+
+  @parameterized.parameters(*throughput.DMLAB_CONFIGURATIONS)
+  def test_configuration_runs(self, name):
+    result, lines = _run('throughput.py', f'--only={name}',
+                         '--level=dmlab/seekavoid_arena_01',
+                         '--num_environments=2', *SMALL_BATCHES,
+                         python_path=DMLAB_PATH)
     self.assertEqual(0, result.returncode, result.stderr[-2000:])
     _check(self, lines, [name], 'frames_per_second')
 

@@ -171,8 +171,33 @@ class DmLabEnvironmentTest(tf.test.TestCase):
       environment.DmLabEnvironment('dmlab/rooms_collect_good_objects_test')
 
   def test_unknown_levels_are_refused(self):
-    with self.assertRaisesRegex(ValueError, 'unknown DMLab-30 level'):
+    with self.assertRaisesRegex(ValueError, 'bad DeepMind Lab level name'):
+      environment.DmLabEnvironment('rooms_watermaze')
+    # A well-formed name is the engine's to refuse.
+    with self.assertRaisesRegex(RuntimeError, 'Invalid levelName'):
       environment.DmLabEnvironment('dmlab/rooms_watermazes')
+
+  def test_levels_outside_dmlab30_load_their_own_script(self):
+    environment.DmLabEnvironment('dmlab/seekavoid_arena_01').reset()
+    self.assertEqual('seekavoid_arena_01',
+                     deepmind_lab.LAB_ARGUMENTS[-1]['level'])
+
+  def test_level_cache_is_handed_to_the_engine(self):
+    directory = self.get_temp_dir()
+    environment.DmLabEnvironment('dmlab/rooms_watermaze',
+                                 level_cache_dir=directory)
+    cache = deepmind_lab.LAB_ARGUMENTS[-1]['level_cache']
+    source = os.path.join(directory, 'compiled.pk3')
+    with open(source, 'wb') as f:
+      f.write(b'map bytes')
+    cache.write('explore_maze_noaas_0123', source)
+    copy = os.path.join(self.get_temp_dir(), 'fetched.pk3')
+    self.assertTrue(cache.fetch('explore_maze_noaas_0123', copy))
+    with open(copy, 'rb') as f:
+      self.assertEqual(b'map bytes', f.read())
+    self.assertFalse(cache.fetch('another_key', copy))
+    environment.DmLabEnvironment('dmlab/rooms_watermaze')
+    self.assertIsNone(deepmind_lab.LAB_ARGUMENTS[-1]['level_cache'])
 
   def test_missing_deepmind_lab_and_no_tensorflow(self):
     # A fresh process without the stand-in on its path, as an environment

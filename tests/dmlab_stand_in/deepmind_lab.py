@@ -19,9 +19,11 @@ import numpy as np
 
 from dmlab30 import scores
 
+# DMLab-30 and the paper's one level outside it (Tables 1 and 2).
 _LEVELS = frozenset(
-    scores.level_path(level)
-    for level in scores.TRAIN_LEVELS + scores.TEST_LEVELS)
+    [scores.level_path(level)
+     for level in scores.TRAIN_LEVELS + scores.TEST_LEVELS] +
+    ['seekavoid_arena_01'])
 _CONFIG_KEYS = frozenset(('width', 'height', 'fps', 'datasetPath', 'logLevel',
                           'allowHoldOutLevels', 'mixerSeed'))
 _OBSERVATIONS = ('RGB_INTERLEAVED', 'INSTR')
@@ -44,7 +46,7 @@ LAB_ARGUMENTS = []
 
 
 class Lab:
-  """One DMLab-30 level; see the module docstring."""
+  """One level; see the module docstring."""
 
   def __init__(self, level, observations, config=None, renderer='software',
                level_cache=None):
