@@ -274,11 +274,12 @@ class ProcessEnvironments(BatchedEnvironment):
 
   def _gather(self):
     results = []
-    for connection in self._connections:
+    for connection, level_name in zip(self._connections, self._level_names):
       try:
         status, value = connection.recv()
       except EOFError:
-        raise RuntimeError('an environment process died') from None
+        raise RuntimeError(
+            f'an environment process of {level_name} died') from None
       if status == 'error':
         raise RuntimeError(f'environment process failed: {value}')
       results.append(value)

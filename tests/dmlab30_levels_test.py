@@ -5,6 +5,7 @@ other level script, malformed names, and levels the installed engine lacks
 import importlib
 import os
 import sys
+from unittest import mock
 
 import tensorflow as tf
 
@@ -29,6 +30,12 @@ def _fake_engine(root, scripts):
 
 
 class LevelsTest(tf.test.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    # Found on sys.path, not as another test's import left it.
+    self.enter_context(mock.patch.dict(sys.modules))
+    sys.modules.pop('deepmind_lab', None)
 
   def test_dmlab30_names_are_the_contributed_scripts(self):
     self.assertEqual('contributed/dmlab30/rooms_watermaze',
