@@ -13,6 +13,7 @@ play. Prints the mean return of its games at the end.
 """
 
 import sys
+import time
 
 from absl import app
 from absl import flags
@@ -41,6 +42,7 @@ def play(config, print_fn=print):
   writer = tf.summary.create_file_writer(config.logdir)
   rng = np.random.default_rng(config.seed)
   frames, games = 0, []
+  start = last_line = time.monotonic()
   try:
     env.reset()
     while frames < config.total_environment_frames:
@@ -48,6 +50,10 @@ def play(config, print_fn=print):
       frames += env.num_envs * config.num_action_repeats
       progress.write_games(writer, frames, finished, domain.benchmark)
       games += finished
+      if time.monotonic() - last_line >= config.progress_interval_secs:
+        last_line = time.monotonic()
+        print_fn(_progress_line(frames, config.total_environment_frames,
+                                last_line - start, games))
   finally:
     env.close()
     writer.flush()
@@ -55,6 +61,15 @@ def play(config, print_fn=print):
   print_fn(f'random policy: {len(games)} games in {frames:,} frames, mean '
            f'return {np.mean(returns) if returns else float("nan"):.2f}')
   return games
+
+
+def _progress_line(frames, total_frames, seconds, games):
+  rate = frames / max(seconds, 1e-9)
+  recent = [game.episode_return for game in games[-100:]]
+  return (f'frames {frames:,} / {total_frames:,} | {rate:,.0f} frames/s | '
+          f'{(total_frames - frames) / max(rate, 1e-9) / 60:.1f} min left | '
+          f'return {np.mean(recent) if recent else float("nan"):.2f} '
+          f'(last {len(recent)} of {len(games)} games)')
 
 
 def main(argv):

@@ -19,7 +19,8 @@ class RandomPolicyTest(tf.test.TestCase):
     logdir = self.create_tempdir().full_path
     config = pipeline_util.config(level_name='catch/plain', num_actors=4,
                                   logdir=logdir,
-                                  total_environment_frames=8_000)
+                                  total_environment_frames=8_000)._replace(
+                                      progress_interval_secs=0)
     lines, actions = [], []
     original_step = environments.InProcessEnvironments.step
 
@@ -48,6 +49,10 @@ class RandomPolicyTest(tf.test.TestCase):
     # Random play catches about one ball in five: mean about -0.6.
     self.assertBetween(np.mean(returns), -0.9, -0.2)
     self.assertIn(f'{len(games)} games', lines[-1])
+    # Progress on the way: frames, frames/s, recent returns, time left.
+    self.assertRegex(lines[0], r'^frames [\d,]+ / 8,000 \| [\d,]+ frames/s '
+                     r'\| [\d.]+ min left \| return (-?[\d.]+|nan) \(last \d+ '
+                     r'of')
 
 
 if __name__ == '__main__':
