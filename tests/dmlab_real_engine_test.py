@@ -87,7 +87,8 @@ class RealEngineTest(tf.test.TestCase):
           [sys.executable, '-c', _PLAY_LEVEL, level,
            '1' if level not in scores.TRAIN_LEVELS else '0',
            'dummy' if level in NEEDS_DATASET else ''],
-          capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
+          # A map compile takes seconds alone, minutes on a loaded machine.
+          capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
           check=False)
       played = [line for line in result.stdout.splitlines()
                 if line.startswith('PLAYED')]
