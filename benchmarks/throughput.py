@@ -21,7 +21,7 @@ thread each with dynamic batching (the paper's actors).
   .venv/bin/python benchmarks/throughput.py [--seconds=60] [--only=NAME,...]
       [--level=atari57]
   .venv/bin/python benchmarks/throughput.py --level=dmlab/seekavoid_arena_01 \
-      --num_environments=16 --batch=8 --unroll=100
+      --num_environments=16 --batch=32 --unroll=100
 """
 
 import json

@@ -1,7 +1,8 @@
 """DeepMind Lab as a `impala_tf.domain.Domain`: any level the engine has
 (`levels`), the DMLab-30 suite (training levels; test mode plays the
-held-out twins), one DeepMind Lab process per environment, the capped human-normalised benchmark and the official
-DMLab-30 run's hyperparameters (Table D.3, scalable_agent's README)."""
+held-out twins), one DeepMind Lab process per environment, the capped
+human-normalised benchmark and the official DMLab-30 run's hyperparameters
+(Table D.3, scalable_agent's README)."""
 
 import functools
 
@@ -38,7 +39,7 @@ def _processes(config, level_names, seed, is_test):
           num_action_repeats=config.num_action_repeats, is_test=is_test,
           dataset_path=config.dataset_path, width=config.width,
           height=config.height,
-          level_cache_dir=config.level_cache_dir or None)
+          level_cache_dir=config.level_cache_dir)
       for index, level_name in enumerate(level_names)
   ]
   return environments.ProcessEnvironments(constructors, level_names,

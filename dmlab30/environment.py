@@ -80,8 +80,8 @@ class DmLabEnvironment(dm_env.Environment):
         psychlab levels need.
       width: frame width in pixels.
       height: frame height in pixels.
-      level_cache_dir: str or None: where compiled maps are shared
-        (`level_cache.LevelCache`); None: every map is compiled.
+      level_cache_dir: str, None or '': where compiled maps are shared
+        (`level_cache.LevelCache`); None or '': every map is compiled.
 
     Raises:
       ImportError: DeepMind Lab's Python module is not installed.
@@ -98,9 +98,10 @@ class DmLabEnvironment(dm_env.Environment):
     if is_test:
       config['allowHoldOutLevels'] = 'true'
       config['mixerSeed'] = str(EVALUATION_MIXER_SEED)
-    cache = level_cache_dir and level_cache_lib.LevelCache(level_cache_dir)
+    cache = (level_cache_lib.LevelCache(level_cache_dir) if level_cache_dir
+             else None)
     self._lab = deepmind_lab.Lab(script, ['RGB_INTERLEAVED', 'INSTR'],
-                                 config=config, level_cache=cache or None)
+                                 config=config, level_cache=cache)
     self._native_actions = np.array(DEFAULT_ACTION_SET, np.intc)
     self._num_action_repeats = num_action_repeats
     self._random_state = np.random.RandomState(seed)

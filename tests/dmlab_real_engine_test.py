@@ -15,7 +15,6 @@ import functools
 import importlib.util
 import os
 import re
-import signal
 import subprocess
 import sys
 
@@ -136,30 +135,11 @@ class RealEngineTest(tf.test.TestCase):
       self.assertTrue(np.isfinite(value), name)
 
   def test_ctrl_c_writes_a_checkpoint_and_the_run_resumes(self):
-    logdir = self.create_tempdir().full_path
-    command = [sys.executable, os.path.join(REPO_ROOT, 'experiment.py'),
-               f'--logdir={logdir}', '--progress_interval_secs=1',
-               '--total_environment_frames=1e9'] + [
-                   f'--{name}={value}' for name, value in SHORT_RUN.items()]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True,
-                               cwd=REPO_ROOT)
-    for line in process.stdout:  # Wait until it trains.
-      if line.startswith('frames '):
-        break
-    process.send_signal(signal.SIGINT)
-    output, errors = process.communicate(timeout=120)
-    self.assertEqual(0, process.returncode, errors[-2000:])
-    stopped = re.search(r'Stopped at ([\d,]+) frames', output)
-    self.assertIsNotNone(stopped, output)
-    frames = int(stopped.group(1).replace(',', ''))
+    status, errors, frames, first_line = pipeline_util.interrupt_and_resume(
+        self.create_tempdir().full_path, timeout=120, **SHORT_RUN)
+    self.assertEqual(0, status, errors[-2000:])
+    self.assertIsNotNone(frames, errors[-2000:])
     self.assertGreater(frames, 0)
-    process = subprocess.Popen(command, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True,
-                               cwd=REPO_ROOT)
-    first_line = process.stdout.readline()
-    process.send_signal(signal.SIGTERM)
-    process.communicate(timeout=120)
     self.assertIn(f'at {frames:,} frames', first_line)
 
 

@@ -4,8 +4,6 @@ losses, checkpoints and resuming, test mode, and one-line errors."""
 import json
 import math
 import os
-import re
-import signal
 import subprocess
 import sys
 
@@ -99,32 +97,12 @@ class ExperimentTest(tf.test.TestCase):
                         results['human_normalized'])
 
   def test_sigint_writes_a_checkpoint_and_the_same_command_resumes(self):
-    logdir = self.create_tempdir().full_path
-    command = [sys.executable, os.path.join(REPO_ROOT, 'experiment.py'),
-               f'--logdir={logdir}', '--progress_interval_secs=1',
-               '--total_environment_frames=1e9'] + [
-                   f'--{name}={value}' for name, value in SHORT_RUN.items()]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True,
-                               cwd=REPO_ROOT)
-    for line in process.stdout:  # Wait until it trains.
-      if line.startswith('frames '):
-        break
-    process.send_signal(signal.SIGINT)
-    output, errors = process.communicate(timeout=60)
-    self.assertEqual(0, process.returncode, errors[-2000:])
-    stopped = re.search(r'Stopped at ([\d,]+) frames', output)
-    self.assertIsNotNone(stopped, output)
-    frames = int(stopped.group(1).replace(',', ''))
+    status, errors, frames, first_line = pipeline_util.interrupt_and_resume(
+        self.create_tempdir().full_path, timeout=60, **SHORT_RUN)
+    self.assertEqual(0, status, errors[-2000:])
+    self.assertIsNotNone(frames, errors[-2000:])
     self.assertGreater(frames, 0)
     self.assertEqual(0, frames % FRAMES_PER_UPDATE)
-
-    process = subprocess.Popen(command, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True,
-                               cwd=REPO_ROOT)
-    first_line = process.stdout.readline()
-    process.send_signal(signal.SIGTERM)
-    process.communicate(timeout=60)
     self.assertIn(f'at {frames:,} frames', first_line)
 
   def test_resuming_with_another_network_is_refused(self):
