@@ -70,3 +70,15 @@ class Window:
           'the warm-up, and the frame count must move between two of them')
     (t0, f0), (t1, f1) = self._window[0], self._window[-1]
     return (f1 - f0) / (t1 - t0)
+
+  def slowest_and_fastest(self, span):
+    """The lowest and highest frames/s over consecutive stretches of at
+    least `span` seconds in the window (stalls show here, not in the mean);
+    None when the window holds no such stretch."""
+    rates = []
+    start_time, start_frames = self._window[0] if self._window else (0, 0)
+    for time, frames in self._window[1:]:
+      if time - start_time >= span:
+        rates.append((frames - start_frames) / (time - start_time))
+        start_time, start_frames = time, frames
+    return (min(rates), max(rates)) if rates else None

@@ -46,6 +46,9 @@ flags.DEFINE_string('level', 'atari/pong', 'The level, suite (atari57, '
 flags.DEFINE_integer('num_environments', 64, 'Environments in every '
                      'configuration (experiment.py\'s --num_actors).',
                      lower_bound=1)
+flags.DEFINE_multi_string('experiment_flag', [], 'An experiment.py flag '
+                          'added to every configuration, e.g. '
+                          '--experiment_flag=--level_cache_dir=')
 flags.DEFINE_string('child', None, 'Internal: run one configuration.')
 FLAGS = flags.FLAGS
 
@@ -93,6 +96,11 @@ DMLAB_CONFIGURATIONS = {
 def configurations(level):
   """The configurations for `level`: DeepMind Lab's or Atari's."""
   return DMLAB_CONFIGURATIONS if level.startswith('dmlab') else CONFIGURATIONS
+
+
+# Frames/s over stretches this long also give the slowest and the fastest:
+# stalls (every environment compiling a map at once) show there.
+STRETCH_SECONDS = 10
 
 
 def _descendants(pid):
@@ -149,7 +157,8 @@ def _give_up_later(stop):
 
 
 def _environment_ceiling(config, seconds, warmup):
-  """Frames/s of random actions through the training environments."""
+  """The measured window of random actions through the training
+  environments."""
   import experiment  # pylint: disable=g-import-not-at-top
   from impala_tf import local_actors  # pylint: disable=g-import-not-at-top
   domain = experiment.domain_of(config.levels[0])
@@ -184,11 +193,11 @@ def _environment_ceiling(config, seconds, warmup):
     thread.join()
   for env in envs:
     env.close()
-  return window.frames_per_second()
+  return window
 
 
 def _train(config, seconds, warmup):
-  """Frames/s of training, from the learner's progress lines."""
+  """The measured window of training, from the learner's progress lines."""
   import experiment  # pylint: disable=g-import-not-at-top
   stop = threading.Event()
   window = progress_window.Window(warmup, seconds)
@@ -202,14 +211,15 @@ def _train(config, seconds, warmup):
   experiment.train(config._replace(progress_interval_secs=1), stop,
                    print_fn=record)
   deadline.cancel()
-  return window.frames_per_second()
+  return window
 
 
 def _flags_of(name):
   """experiment.py's flags for configuration `name` at this run's sizes."""
   return [flag.replace(_ONE_PER_ENVIRONMENT, str(FLAGS.num_environments))
           for flag in configurations(FLAGS.level)[name]] + [
-              f'--unroll_length={FLAGS.unroll}', f'--batch_size={FLAGS.batch}']
+              f'--unroll_length={FLAGS.unroll}', f'--batch_size={FLAGS.batch}'
+          ] + FLAGS.experiment_flag
 
 
 def run_child(name):
@@ -224,14 +234,18 @@ def run_child(name):
   memory = PeakMemory()
   measure = _environment_ceiling if name.startswith('env_') else _train
   try:
-    fps = measure(config, FLAGS.seconds, FLAGS.warmup_seconds)
+    window = measure(config, FLAGS.seconds, FLAGS.warmup_seconds)
+    fps = window.frames_per_second()
   except RuntimeError as error:
     print(json.dumps({'name': name, 'error': str(error)}), flush=True)
     return
   finally:
     memory.stop()
+  stretches = window.slowest_and_fastest(STRETCH_SECONDS)
   print(json.dumps({
       'name': name, 'level': FLAGS.level, 'frames_per_second': round(fps),
+      f'slowest_and_fastest_{STRETCH_SECONDS}s': stretches and [
+          round(rate) for rate in stretches],
       'peak_rss_mib': round(memory.peak / 2**20),
       'num_actors': FLAGS.num_environments, 'flags': _flags_of(name)}),
         flush=True)
@@ -253,7 +267,8 @@ def main(argv):
          f'--warmup_seconds={FLAGS.warmup_seconds}',
          f'--max_seconds={FLAGS.max_seconds}', f'--level={FLAGS.level}',
          f'--num_environments={FLAGS.num_environments}',
-         f'--batch={FLAGS.batch}', f'--unroll={FLAGS.unroll}'],
+         f'--batch={FLAGS.batch}', f'--unroll={FLAGS.unroll}'] + [
+             f'--experiment_flag={flag}' for flag in FLAGS.experiment_flag],
         capture_output=True, text=True)
     last_error = (result.stderr.strip().splitlines() or [''])[-1]
     print(result.stdout.strip() or json.dumps(

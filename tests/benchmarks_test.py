@@ -57,6 +57,15 @@ class ProgressWindowTest(tf.test.TestCase):
       window.frames_per_second()
     self.assertTrue(window.add(6, 60))
 
+  def test_slowest_and_fastest_stretches_show_a_stall(self):
+    window = progress_window.Window(warmup=0, seconds=1)
+    for time, frames in [(0, 0), (1, 100), (2, 200), (3, 210), (4, 220),
+                         (5, 820)]:
+      window.add(time, frames)
+    # Stretches of 2 s: [0, 2] 100/s, [2, 4] 10/s; [4, 5] is too short.
+    self.assertAllClose((10.0, 100.0), window.slowest_and_fastest(span=2))
+    self.assertIsNone(window.slowest_and_fastest(span=10))
+
   def test_reads_the_frames_of_progress_lines_only(self):
     self.assertEqual(1234567, progress_window.frames_of(
         'frames 1,234,567 / 10,000,000 | 4,202 frames/s | ...'))
@@ -98,9 +107,11 @@ class DmLabThroughputBenchmarkTest(parameterized.TestCase):
     result, lines = _run('throughput.py', f'--only={name}',
                          '--level=dmlab/seekavoid_arena_01',
                          '--num_environments=2', *SMALL_BATCHES,
+                         '--experiment_flag=--level_cache_dir=',
                          python_path=DMLAB_PATH)
     self.assertEqual(0, result.returncode, result.stderr[-2000:])
     _check(self, lines, [name], 'frames_per_second')
+    self.assertEqual('--level_cache_dir=', lines[0]['flags'][-1])
 
 
 class DistributedBenchmarkTest(parameterized.TestCase):
