@@ -63,7 +63,7 @@ flags.DEFINE_enum('core', None, list(agents.CORES),
                   'DMLab: lstm).')
 flags.DEFINE_integer('num_actors', 64, 'Environments acting in parallel, '
                      'each an actor of the paper (64 keeps 2 CPU cores busy '
-                     'for Atari; see the README).', lower_bound=1)
+                     'for Atari; docs/benchmarks.md).', lower_bound=1)
 flags.DEFINE_integer('num_actor_threads', 2, 'Threads the actors are '
                      'spread over; each steps its environments as a batch.',
                      lower_bound=1)
@@ -143,7 +143,7 @@ flags.DEFINE_boolean('dynamic_batching', False, 'Merge the actor threads\' '
                      'inference calls into one forward pass: pays with many '
                      'threads of few environments; with 2 threads of many '
                      'it stops one thread acting while the other infers '
-                     '(see the README).')
+                     '(docs/benchmarks.md).')
 flags.DEFINE_integer('inference_min_batch_size', 1, 'Dynamic batching: '
                      'rows to wait for, up to the timeout.', lower_bound=1)
 flags.DEFINE_integer('inference_timeout_ms', 10, 'Dynamic batching: the '

@@ -12,7 +12,7 @@ the start of test episodes.
 - `AtariVectorEnvironment`: many games stepped by ale-py's C++ vector
   environment (its own threads, preprocessing in C++), a
   `environments.BatchedEnvironment` for training: about 3x faster than the
-  numpy wrapper (see the README).
+  numpy wrapper (see docs/benchmarks.md).
 """
 
 import collections

@@ -43,7 +43,7 @@ EVALUATION_MIXER_SEED = 0x600D5EED
 
 MISSING_MODULE = (
     "DeepMind Lab's Python module deepmind_lab is missing; build and "
-    'install it as the README says (section "DeepMind Lab (DMLab-30)")')
+    'install it as the README says (section "DeepMind Lab")')
 
 
 def check_installed():

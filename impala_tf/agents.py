@@ -1,9 +1,9 @@
 """The paper's agents (Figure 3): shallow or deep torso, optional instruction
 encoder, LSTM or feed-forward core, policy and baseline heads.
 
-Plain `tf.Module`s and `tf.Variable`s (no Keras; see the README). Shapes: T
-unroll length, B batch, N any number of frames, (H, W, C) frame, L
-instruction words, A actions.
+Plain `tf.Module`s and `tf.Variable`s (no Keras; see docs/design.md,
+"Design choices"). Shapes: T unroll length, B batch, N any number of
+frames, (H, W, C) frame, L instruction words, A actions.
 
 Initialisation follows the official code's libraries: linear and conv
 weights are truncated normals with stddev 1/sqrt(fan_in) (Sonnet's default),

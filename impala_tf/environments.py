@@ -13,7 +13,8 @@ Two implementations serve every domain:
 - `ProcessEnvironments`: any `dm_env.Environment`, each in its own process
   (the paper's `py_process`), so stepping runs beside the learner;
 - `atari57.environment.AtariVectorEnvironment`: ale-py's C++ vector
-  environment, threads inside one process (faster for Atari; see README).
+  environment, threads inside one process (faster for Atari; see
+  docs/benchmarks.md).
 """
 
 import abc

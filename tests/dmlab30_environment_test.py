@@ -214,8 +214,7 @@ class DmLabEnvironmentTest(tf.test.TestCase):
     last_line = result.stderr.strip().splitlines()[-1]
     self.assertEqual(
         "ImportError: DeepMind Lab's Python module deepmind_lab is missing; "
-        'build and install it as the README says (section "DeepMind Lab '
-        '(DMLab-30)")',
+        'build and install it as the README says (section "DeepMind Lab")',
         last_line)
     self.assertNotIn('During handling', result.stderr)
 

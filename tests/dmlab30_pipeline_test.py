@@ -147,7 +147,7 @@ class DmLab30PipelineTest(tf.test.TestCase):
     self.assertEqual(
         "impala_tf: error: DeepMind Lab's Python module deepmind_lab is "
         'missing; build and install it as the README says (section '
-        '"DeepMind Lab (DMLab-30)")',
+        '"DeepMind Lab")',
         result.stderr.strip().splitlines()[-1])
     self.assertNotIn('Traceback', result.stderr)
 

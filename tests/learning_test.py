@@ -1,7 +1,7 @@
 """IMPALA learns: the whole pipeline (actors, queue, staging, V-trace
 learner) trained on small real environments (tests/catch.py) must reach a
 high return in a bounded number of frames. What breaking the algorithm does
-to these tests is in the README."""
+to these tests is in tests/README.md."""
 
 import tensorflow as tf
 
@@ -13,7 +13,8 @@ GOOD_RETURN = 0.8
 MEMORY_RETURN = 0.5
 # Catch with the feed-forward agent ended at 0.72-0.96 over its last 100
 # games in CI and local runs (0.80 in one CI run that failed at > 0.8); the
-# broken variants this test catches end at -1.00 and -0.56 (README).
+# broken variants this test catches end at -1.00 and -0.56
+# (tests/README.md).
 FEEDFORWARD_RETURN = 0.5
 
 
@@ -35,8 +36,8 @@ class LearningTest(tf.test.TestCase):
     """Trains seed 1, and seed 2 only if seed 1 ends at or below
     `threshold`; the final mean returns of the seeds trained. A sound
     learner's rare stall (actor timing makes every run different) then
-    fails the test only if both seeds stall; a broken learner (README)
-    fails every seed."""
+    fails the test only if both seeds stall; a broken learner
+    (tests/README.md) fails every seed."""
     returns = []
     for seed in (1, 2):
       returns.append(self._train(*args, seed=seed, **overrides))
@@ -63,8 +64,8 @@ class LearningTest(tf.test.TestCase):
     # entropy cost of 0.03 keeps it exploring longer, but 2 of 8 runs still
     # stalled, at 0.50 (seed 1, once in CI and once alone; the other six
     # ended at 0.98-1.0). So a second seed runs when the first stalls: a
-    # sound learner fails both about 1 time in 16, a broken one (README)
-    # every time.
+    # sound learner fails both about 1 time in 16, a broken one
+    # (tests/README.md) every time.
     returns = self._seeds_until_one_passes(
         MEMORY_RETURN, 'catch/memory', 'lstm', 200_000, entropy_cost=0.03)
     self.assertGreater(max(returns), MEMORY_RETURN,
