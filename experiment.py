@@ -32,6 +32,7 @@ from absl import flags
 from absl import logging
 
 from atari57 import domain as atari_domain
+from catch import domain as catch_domain
 from dmlab30 import domain as dmlab_domain
 from impala_tf import actor as actor_lib
 from impala_tf import actor_task
@@ -42,7 +43,7 @@ from impala_tf import corrections
 from impala_tf import domain as domain_lib
 from impala_tf import evaluation
 from impala_tf import learner as learner_lib
-from impala_tf import rpc_transport
+from impala_tf import rpc_client
 from impala_tf import training
 from impala_tf.domain import UsageError
 
@@ -173,8 +174,9 @@ flags.DEFINE_integer('progress_interval_secs', 10, 'Seconds between '
                      'progress lines and learner summaries.', lower_bound=1)
 FLAGS = flags.FLAGS
 
-# The suites, by level prefix.
-DOMAINS = {'atari': atari_domain.DOMAIN, 'dmlab': dmlab_domain.DOMAIN}
+# The suites, by level prefix: a suite is its folder and a line here.
+DOMAINS = {'atari': atari_domain.DOMAIN, 'dmlab': dmlab_domain.DOMAIN,
+           'catch': catch_domain.DOMAIN}
 
 # Hyperparameters a domain decides when their flag is left unset.
 DOMAIN_FLAGS = ('core', 'unroll_length', 'total_environment_frames',
@@ -278,7 +280,7 @@ def main(argv):
       train(config, _stop_on_signals())
     else:
       evaluate(config)
-  except (UsageError, rpc_transport.Unreachable, actor_lib.ActorError,
+  except (UsageError, rpc_client.Unreachable, actor_lib.ActorError,
           checkpointing.CheckpointWriteError) as error:
     sys.exit(f'impala_tf: error: {error}')
 

@@ -1,4 +1,4 @@
-"""Catch, a small real environment for learning tests (as bsuite's).
+"""Catch, a small real environment that learns in seconds (as bsuite's).
 
 A ball starts in a random column of the top row and falls one row per step;
 the agent moves a paddle along the bottom row (left, stay, right). When the

@@ -1,5 +1,5 @@
 r"""Kill-at-random: a short training run on the test suite's Catch
-(tests/catch.py), killed again and again at random moments and restarted
+(the `catch` suite), killed again and again at random moments and restarted
 with the same command each time:
 
   python -m experiments.kill_campaign --kills=40 --run_dir=/tmp/kill_campaign
@@ -83,7 +83,7 @@ class _Start:
     self.started = time.time()
     with open(self.out_path, 'w') as out, open(self.err_path, 'w') as err:
       self.process = subprocess.Popen(
-          [sys.executable, '-m', 'tests.catch_experiment',
+          [sys.executable, 'experiment.py',
            f'--logdir={logdir}', *TRAINING_FLAGS],
           stdout=out, stderr=err, cwd=REPO_ROOT)
 
@@ -331,7 +331,7 @@ def main(argv):
     sys.exit(f'kill_campaign: error: cannot make --run_dir={FLAGS.run_dir}: '
              f'{error.strerror or error}')
   print(f'Killing a Catch run {FLAGS.kills} times (seed {FLAGS.kill_seed}): '
-        f'python -m tests.catch_experiment --logdir={FLAGS.run_dir} '
+        f'python experiment.py --logdir={FLAGS.run_dir} '
         + ' '.join(TRAINING_FLAGS))
   try:
     kills = run_campaign(FLAGS.run_dir, FLAGS.kills, FLAGS.kill_seed,

@@ -10,8 +10,8 @@ CSV row per run and a PNG of the curves (mean over seeds):
       --runs_dir=/tmp/vtrace_catch --output=docs/vtrace_analysis/catch
 
 Any experiment.py flag sets the runs' common settings (e.g.
-`--flagfile=atari57/atari_10m.flags`). `catch/*` levels are the test
-suite's Catch (tests/catch.py). Each run has its own log directory under
+`--flagfile=atari57/atari_10m.flags`). `catch/*` levels are the small
+`catch` suite. Each run has its own log directory under
 `--runs_dir`; a stopped analysis (Ctrl-C) checkpoints the run in progress,
 and the same command resumes it and skips the runs already finished.
 """
@@ -185,8 +185,6 @@ def main(argv):
   del argv
   if not FLAGS.runs_dir or not FLAGS.output:
     sys.exit('vtrace_analysis: error: give --runs_dir and --output')
-  if FLAGS.level_name.startswith('catch/'):
-    from tests import pipeline_util  # pylint: disable=unused-import
   stop = threading.Event()
   signal.signal(signal.SIGINT, lambda *_: stop.set())
   signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -72,7 +72,7 @@ class Actor:
     """Args:
       environment: `environments.BatchedEnvironment` of N environments.
       policy: `Policy` (or any callable with its signature).
-      transport: the actor side of `transport.LocalTransport`.
+      transport: a `transport.ActorSide`.
       unroll_length: T.
       initial_state: the agent's core state for N environments, numpy.
       num_actions: A, for the zero agent output before the first step.
@@ -120,6 +120,7 @@ class Actor:
         unroll = trajectory_lib.Trajectory(
             level_name=level_names,
             policy_version=np.full([num_envs], policy_version, np.int64),
+            replayed=np.zeros([num_envs], bool),
             agent_state=initial_state,
             env_outputs=tree.map_structure(lambda *xs: np.stack(xs),
                                            *env_outputs),

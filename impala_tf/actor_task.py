@@ -4,14 +4,14 @@ weights the learner gives and send trajectories to it over RPC."""
 from impala_tf import builders
 from impala_tf import cluster as cluster_lib
 from impala_tf import local_actors
-from impala_tf import rpc_transport
+from impala_tf import rpc_client
 
 
 def run_actor_task(config, domain, stop, print_fn=print):
   """Acts until the learner finishes or `stop` (a `threading.Event`) is set.
 
   Raises:
-    rpc_transport.Unreachable: the learner did not answer within
+    rpc_client.Unreachable: the learner did not answer within
       `connect_timeout_secs`.
   """
   cluster = cluster_lib.Cluster(config.learner_hosts, config.actor_hosts)
@@ -19,11 +19,9 @@ def run_actor_task(config, domain, stop, print_fn=print):
   info = domain.environment_info(config, config.levels[0])
   agent = builders.build_agent(config, info)
   address = cluster_lib.learner_of_actor(cluster, config.task)
-  transport = rpc_transport.RemoteTransport(
-      address, config.task,
-      rpc_transport.unroll_spec(agent, config.unroll_length,
-                                info.frame_shape, info.instruction_length),
-      agent.trainable_variables, config.connect_timeout_secs, print_fn)
+  transport = rpc_client.RemoteTransport(
+      address, config.task, agent.trainable_variables,
+      config.connect_timeout_secs, print_fn)
   print_fn(f'Actor {config.task} ({config.actor_hosts[config.task]}): '
            f'{len(level_names)} environments of {config.level_name}, '
            f'sending to learner {address}.')
@@ -35,7 +33,7 @@ def run_actor_task(config, domain, stop, print_fn=print):
   finally:
     actors.stop()
   unreachable = [error for error in actors.threads.errors
-                 if isinstance(error, rpc_transport.Unreachable)]
+                 if isinstance(error, rpc_client.Unreachable)]
   if unreachable:
     raise unreachable[0]
   actors.threads.check()

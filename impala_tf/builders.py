@@ -24,7 +24,6 @@ def build_learner(config, info, strategy=None):
       discounting=config.discounting, baseline_cost=config.baseline_cost,
       entropy_cost=config.entropy_cost,
       reward_clipping=config.reward_clipping,
-      off_policy_correction=config.off_policy_correction,
-      replay_proportion=config.replay_proportion)
+      off_policy_correction=config.off_policy_correction)
   return learner_lib.Learner(agent, hparams, xla=config.xla,
                              strategy=strategy)

@@ -13,7 +13,6 @@ import tensorflow as tf
 
 from impala_tf import corrections
 from impala_tf import losses
-from impala_tf import replay
 from impala_tf import trajectory as trajectory_lib
 
 LearnerHParams = collections.namedtuple(
@@ -31,7 +30,6 @@ LearnerHParams = collections.namedtuple(
         'entropy_cost',  # Weight of the entropy loss.
         'reward_clipping',  # One of losses.REWARD_CLIPPING_MODES.
         'off_policy_correction',  # One of corrections.CORRECTIONS.
-        'replay_proportion',  # Replayed part of each batch (uncounted).
     ])
 
 
@@ -168,7 +166,8 @@ class Learner(tf.Module):
     """One RMSProp update on a batch `Trajectory` `[T + 1, B]`.
 
     Only the numeric fields reach the compiled step (see
-    `trajectory.LEARNER_FIELDS`). Returns a dict of scalar diagnostics.
+    `trajectory.LEARNER_FIELDS`); the frames of the trajectories not marked
+    `replayed` are counted. Returns a dict of scalar diagnostics.
     """
     return self._compiled_step(
         *[getattr(trajectory, field) for field in trajectory_lib.LEARNER_FIELDS])
@@ -236,22 +235,21 @@ class Learner(tf.Module):
         'torso_dead_fraction': dead_fraction(torso),
     }
 
-  def _gradients(self, agent_state, env_outputs, agent_outputs):
+  def _gradients(self, replayed, agent_state, env_outputs, agent_outputs):
     """(gradients, diagnostics, environment frames) of a batch."""
     trajectory = trajectory_lib.Trajectory(
-        level_name=None, policy_version=None, agent_state=agent_state,
-        env_outputs=env_outputs, agent_outputs=agent_outputs)
+        level_name=None, policy_version=None, replayed=replayed,
+        agent_state=agent_state, env_outputs=env_outputs,
+        agent_outputs=agent_outputs)
     with tf.GradientTape() as tape:
       total_loss, stats = self.loss(trajectory)
     gradients = tape.gradient(total_loss, self.agent.trainable_variables)
     unroll_length = env_outputs.reward.shape[0] - 1
-    batch_size = env_outputs.reward.shape[1]
     # Replayed trajectories were counted when they were new.
-    new_trajectories = batch_size - replay.num_replayed(
-        batch_size, self.hparams.replay_proportion)
-    frames = tf.constant(
-        unroll_length * new_trajectories * self.hparams.num_action_repeats,
-        tf.int64)
+    new_trajectories = tf.reduce_sum(
+        tf.cast(tf.logical_not(replayed), tf.int64))
+    frames = (unroll_length * self.hparams.num_action_repeats *
+              new_trajectories)
     return gradients, stats, frames
 
   def _apply(self, gradients, frames):
@@ -273,27 +271,31 @@ class Learner(tf.Module):
             self.agent.trainable_variables),
     }
 
-  def _train_step(self, agent_state, env_outputs, agent_outputs):
-    gradients, stats, frames = self._gradients(agent_state, env_outputs,
-                                               agent_outputs)
+  def _train_step(self, replayed, agent_state, env_outputs, agent_outputs):
+    gradients, stats, frames = self._gradients(replayed, agent_state,
+                                               env_outputs, agent_outputs)
     stats.update(self._apply(gradients, frames))
     return stats
 
-  def _synchronous_step(self, agent_state, env_outputs, agent_outputs):
-    def replica_step(agent_state, env_outputs, agent_outputs):
+  def _synchronous_step(self, replayed, agent_state, env_outputs,
+                        agent_outputs):
+    def replica_step(replayed, agent_state, env_outputs, agent_outputs):
       gradients, stats, frames = self._compiled_gradients(
-          agent_state, env_outputs, agent_outputs)
+          replayed, agent_state, env_outputs, agent_outputs)
       context = tf.distribute.get_replica_context()
       # The losses are sums over the batch: summed gradients are those of
       # the learners' batches taken as one.
       gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
-      # Every learner trains on a batch of the same shape.
+      # Every learner's batch holds as many new trajectories (same size,
+      # same replay proportion).
       stats.update(self._apply(
           gradients, frames * context.num_replicas_in_sync))
       return stats
 
-    return self._strategy.run(replica_step,
-                              args=(agent_state, env_outputs, agent_outputs))
+    # Each learner trains on its own batch, `replayed` marks included.
+    return self._strategy.run(
+        replica_step, args=(replayed, agent_state, env_outputs,
+                            agent_outputs))
 
   def broadcast_from_first(self):
     """Synchronous learners: every variable (weights, optimiser state,

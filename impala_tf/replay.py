@@ -1,15 +1,19 @@
 """Experience replay as in the paper's Sec. 5.2.2: part of each learner
 batch is drawn uniformly from the last `capacity` trajectories.
 
-`ReplayTransport` wraps the learner side of a transport (`receive`,
-`fill`, `close`, `closed`), so that the staging area and the training loop
+`ReplayTransport` wraps the learner side of a transport
+(`transport.LearnerSide`), so that the staging area and the training loop
 work unchanged with or without replay, in local and distributed runs.
 Replayed trajectories keep their behaviour logits and policy versions: the
 off-policy correction sees (and the policy lag counts) how old they are.
+They are marked `replayed`, so that the learner counts their frames once
+and logs their age apart.
 """
 
 import numpy as np
 import tensorflow as tf
+
+from impala_tf import transport as transport_lib
 
 
 def num_replayed(batch_size, proportion):
@@ -20,7 +24,7 @@ def num_replayed(batch_size, proportion):
 
 def trajectory_bytes(spec):
   """Bytes one trajectory takes, from the `Trajectory` of `tf.TensorSpec`s
-  of an unroll of N environments (`rpc_transport.unroll_spec`), N = 1.
+  of an unroll of N environments (`trajectory.unroll_spec`), N = 1.
   Level names count as 64 bytes."""
   total = 0
   for leaf in tf.nest.flatten(spec):
@@ -55,9 +59,9 @@ def check_capacity(capacity, bytes_per_trajectory):
   return mib
 
 
-class ReplayTransport:
-  """The learner side of `transport`, with `proportion` of every batch
-  replayed from a first-in-first-out buffer of `capacity` trajectories."""
+class ReplayTransport(transport_lib.LearnerSide):
+  """`transport`, a `transport.LearnerSide`, with `proportion` of every
+  batch replayed from a first-in-first-out buffer of `capacity` trajectories."""
 
   def __init__(self, transport, proportion, capacity, seed):
     self._transport = transport
@@ -69,15 +73,15 @@ class ReplayTransport:
     self._rng = np.random.default_rng(seed)
 
   def receive(self, count):
-    """`count` trajectories: `count - num_replayed(count)` new ones from the
-    transport (stored for replay), then the replayed ones, drawn uniformly
-    with replacement from the buffer before the new ones joined it (from the
-    new ones while it is still empty)."""
+    """`count - num_replayed(count)` new trajectories from the transport
+    (stored for replay), then the replayed ones, marked `replayed`, drawn
+    uniformly with replacement from the buffer before the new ones joined it
+    (from the new ones while it is still empty)."""
     new = self._transport.receive(
         count - num_replayed(count, self._proportion))
     pool = self._buffer or new
     picks = self._rng.integers(0, len(pool), size=count - len(new))
-    replayed = [pool[index] for index in picks]
+    replayed = [pool[index]._replace(replayed=True) for index in picks]
     for trajectory in new:
       self._store(trajectory)
     return new + replayed
@@ -92,6 +96,9 @@ class ReplayTransport:
 
   def fill(self):
     return self._transport.fill()
+
+  def finish(self):
+    self._transport.finish()
 
   def close(self):
     self._transport.close()

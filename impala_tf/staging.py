@@ -21,7 +21,7 @@ class StagingArea:
 
   def __init__(self, transport, batch_size, device=None, capacity=1):
     """Args:
-      transport: the learner side of a transport.
+      transport: a `transport.LearnerSide`.
       batch_size: B, trajectories per batch.
       device: where the batch's tensors go (e.g. '/GPU:0'); None: default.
       capacity: prepared batches held ahead of the learner.
@@ -66,7 +66,8 @@ class StagingArea:
       self._transport.close()
 
   def get(self, stop=None):
-    """The next batch `Trajectory`: tensors `[T + 1, B]`, level names and
+    """The next batch `Trajectory` `[T + 1, B]`: its
+    `trajectory.LEARNER_FIELDS` as tensors on the device, level names and
     policy versions as numpy.
 
     Raises `transport.Closed` when the transport closed, or when `stop` (a

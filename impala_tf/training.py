@@ -17,22 +17,22 @@ from impala_tf import cluster as cluster_lib
 from impala_tf import local_actors
 from impala_tf import progress
 from impala_tf import replay
-from impala_tf import rpc_transport
+from impala_tf import rpc_service
 from impala_tf import staging
+from impala_tf import trajectory as trajectory_lib
 from impala_tf import transport as transport_lib
 from impala_tf import weight_delay
 from impala_tf.domain import UsageError
-
-FINISH_GRACE_SECS = 3  # A finished learner still answers actors this long.
 
 # Where the learner's trajectories come from.
 _Experience = collections.namedtuple(
     '_Experience',
     [
-        'transport',  # LocalTransport or rpc_transport.LearnerService.
-        'actors',  # local_actors.Actors, or None for remote actors.
+        'transport',  # Its learner side, a transport.LearnerSide.
         'description',  # For the start line.
         'after_update',  # Called with the update count after each update.
+        'stop_actors',  # Stops the actors of this process, if any.
+        'check_actors',  # Raises the error one of them failed with.
     ])
 
 
@@ -81,8 +81,7 @@ def train(config, domain, stop=None, print_fn=print):
   try:
     loop.run(manager)
   except transport_lib.Closed:
-    if experience.actors:
-      experience.actors.threads.check()  # An actor crashed: say so.
+    experience.check_actors()  # An actor crashed: say so.
   finally:
     if stop.is_set():
       print_fn('Stop requested: writing a checkpoint.')
@@ -126,8 +125,8 @@ def _replay_size_mib(config, agent, info):
   `UsageError` when it would not fit in memory."""
   if config.replay_proportion == 0:
     return None
-  spec = rpc_transport.unroll_spec(agent, config.unroll_length,
-                                   info.frame_shape, info.instruction_length)
+  spec = trajectory_lib.unroll_spec(agent, config.unroll_length,
+                                    info.frame_shape, info.instruction_length)
   try:
     return replay.check_capacity(config.replay_capacity,
                                  replay.trajectory_bytes(spec))
@@ -153,21 +152,22 @@ def _experience(config, domain, learner, info, game_log, seed, print_fn):
             enumerate(config.actor_hosts)
             if index % num_learners == config.task}
   try:
-    transport = rpc_transport.LearnerService(
+    transport = rpc_service.LearnerService(
         config.learner_hosts[config.task],
-        rpc_transport.unroll_spec(learner.agent, config.unroll_length,
-                                  info.frame_shape, info.instruction_length),
+        trajectory_lib.unroll_spec(learner.agent, config.unroll_length,
+                                   info.frame_shape, info.instruction_length),
         config.queue_capacity, learner.agent.trainable_variables,
         learner.num_updates, served, game_log.add, print_fn,
         silence_secs=config.actor_silence_secs)
   except ValueError as error:
     raise UsageError(error) from None
   return _Experience(
-      transport, None,
+      transport,
       f'learner {config.task} of {num_learners} on '
       f'{config.learner_hosts[config.task]}, serving actor tasks '
       f'{", ".join(str(index) for index in served)}',
-      after_update=lambda num_updates: None)
+      after_update=lambda num_updates: None, stop_actors=lambda: None,
+      check_actors=lambda: None)
 
 
 def _local_experience(config, domain, learner, info, game_log, seed):
@@ -190,22 +190,30 @@ def _local_experience(config, domain, learner, info, game_log, seed):
       config, domain,
       local_actors.assign_levels(config.levels, config.num_actors),
       actor_agent, transport, game_log.add, seed)
-  return _Experience(transport, actors,
+  return _Experience(transport,
                      f'{description} in {actors.num_threads} threads',
-                     after_update)
+                     after_update, stop_actors=actors.stop,
+                     check_actors=actors.threads.check)
 
 
 def _shut_down(experience, finished):
-  """Stops local actors; a distributed learner that `finished` first lets
-  asking actors know (one only stopped, to be restarted, leaves them
-  retrying)."""
-  if experience.actors:
-    experience.actors.stop()
-    return
+  """When training `finished`, the actors are told (a learner only
+  stopped, to be restarted, leaves remote actors retrying); then the
+  transport closes and this process's actors stop."""
   if finished:
     experience.transport.finish()
-    time.sleep(FINISH_GRACE_SECS)
   experience.transport.close()
+  experience.stop_actors()
+
+
+def batch_lags(num_updates, batch):
+  """Updates since acting began, from the learner's `num_updates`: the
+  mean over the batch's new trajectories, and over its replayed ones (None
+  without any)."""
+  lags = num_updates - batch.policy_version
+  replayed = np.asarray(batch.replayed)
+  return (lags[~replayed].mean(),
+          lags[replayed].mean() if replayed.any() else None)
 
 
 class _TrainingLoop:
@@ -237,10 +245,8 @@ class _TrainingLoop:
     # The update count the newest checkpoint holds, if this run knows it.
     self.checkpointed_updates = self.num_updates if restored else None
     self._stats = {}
-    # Replayed trajectories come last in a batch (`replay.ReplayTransport`);
-    # their age is logged apart, so that the policy lag stays the actors'.
-    self._num_new = batch_size - replay.num_replayed(
-        batch_size, config.replay_proportion)
+    # Replayed trajectories' age is logged apart, so that the policy lag
+    # stays the actors'.
     self._policy_lags, self._replayed_ages = [], []
 
   def run(self, manager):
@@ -250,8 +256,9 @@ class _TrainingLoop:
     while (self.frames < self._config.total_environment_frames and
            not self._learner.any_learner(self._stop.is_set())):
       batch = self._staging_area.get(self._stop)
+      # Before the update is queued: reading the marks waits for nothing.
+      self._record_lags(batch)
       self._stats = self._learner.train_step(batch)
-      self._record_lags(batch.policy_version)
       self.num_updates += 1
       self._after_update(self.num_updates)
       self.frames = int(self._learner.num_environment_frames.numpy())
@@ -262,12 +269,11 @@ class _TrainingLoop:
         self.checkpointed_updates = self.num_updates
         last_checkpoint = time.monotonic()
 
-  def _record_lags(self, policy_versions):
-    """Updates since acting began, of the batch's new and replayed parts."""
-    lags = self.num_updates - policy_versions
-    self._policy_lags.append(lags[:self._num_new].mean())
-    if len(lags) > self._num_new:
-      self._replayed_ages.append(lags[self._num_new:].mean())
+  def _record_lags(self, batch):
+    new, replayed = batch_lags(self.num_updates, batch)
+    self._policy_lags.append(new)
+    if replayed is not None:
+      self._replayed_ages.append(replayed)
 
   def _lags(self):
     """The mean policy lag (and replayed age) since the last report."""

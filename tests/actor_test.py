@@ -14,7 +14,7 @@ from impala_tf import environments
 from impala_tf import staging
 from impala_tf import trajectory as trajectory_lib
 from impala_tf import transport as transport_lib
-from tests import catch
+from catch import environment as catch
 
 NUM_ENVS = 4
 UNROLL_LENGTH = 12  # Catch episodes are 9 steps: resets fall inside unrolls.
@@ -129,6 +129,14 @@ def labelled_unroll(level_names):
 
 
 class TransportTest(tf.test.TestCase):
+
+  def test_local_transport_has_both_sides(self):
+    transport = transport_lib.LocalTransport(capacity=2,
+                                             policy_version=lambda: 0)
+    self.assertIsInstance(transport, transport_lib.ActorSide)
+    self.assertIsInstance(transport, transport_lib.LearnerSide)
+    transport.finish()  # Local actors hear it as a close.
+    self.assertTrue(transport.closed)
 
   def test_bounded_queue_and_close(self):
     transport = transport_lib.LocalTransport(capacity=2,

@@ -11,10 +11,11 @@ import time
 
 import tensorflow as tf
 
+from catch import domain as catch_domain
+from catch import environment as catch
 import experiment
 from impala_tf import actor as actor_lib
 from impala_tf import checkpointing
-from tests import catch
 from tests import pipeline_util
 
 
@@ -41,10 +42,11 @@ def _stop_answering():
   threading.Event().wait()  # Forever.
 
 
-pipeline_util.LEVELS['catch/failing'] = functools.partial(BreakingCatch,
-                                                         _emulator_gone)
-pipeline_util.LEVELS['catch/hanging'] = functools.partial(BreakingCatch,
-                                                         _stop_answering)
+# Levels of this test only, added to the Catch suite's.
+catch_domain.LEVELS['catch/failing'] = functools.partial(BreakingCatch,
+                                                        _emulator_gone)
+catch_domain.LEVELS['catch/hanging'] = functools.partial(BreakingCatch,
+                                                        _stop_answering)
 
 RUN = dict(level_name='catch/plain', num_actors=8, num_actor_threads=2,
            batch_size=4, progress_interval_secs=1)

@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from impala_tf import environments
-from tests import catch
+from catch import environment as catch
 
 
 class EnvironmentsTest(tf.test.TestCase):

@@ -17,7 +17,7 @@ def make_hparams(**overrides):
       num_action_repeats=4, decay=0.99, momentum=0.0, epsilon=0.01,
       max_grad_norm=40.0, discounting=0.99, baseline_cost=0.5,
       entropy_cost=0.01, reward_clipping='abs_one',
-      off_policy_correction='vtrace', replay_proportion=0.0)
+      off_policy_correction='vtrace')
   return hparams._replace(**overrides)
 
 
@@ -116,6 +116,18 @@ class LearnerTest(tf.test.TestCase):
     self.assertEqual(360, int(learner.num_environment_frames.numpy()))
     self.assertEqual(6, int(learner.num_updates.numpy()))
     self.assertAllClose([0.001 * (1 - k / 5) for k in range(6)], rates)
+
+  def test_replayed_trajectories_count_no_frames(self):
+    # Their frames were counted when they were new; the mark, not their
+    # place in the batch, says which they are.
+    for xla in (False, True):
+      agent = make_agent('feedforward')
+      learner = learner_lib.Learner(agent, make_hparams(), xla=xla)
+      batch = fixed_batch(agent)._replace(
+          replayed=np.array([True, False, True]))
+      learner.train_step(batch)
+      self.assertEqual(5 * 1 * 4,
+                       int(learner.num_environment_frames.numpy()))
 
   def test_annealed_rate_stops_learning(self):
     agent = make_agent('feedforward')

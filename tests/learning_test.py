@@ -1,5 +1,5 @@
 """IMPALA learns: the whole pipeline (actors, queue, staging, V-trace
-learner) trained on small real environments (tests/catch.py) must reach a
+learner) trained on small real environments (the `catch` suite) must reach a
 high return in a bounded number of frames. What breaking the algorithm does
 to these tests is in tests/README.md."""
 

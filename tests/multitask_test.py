@@ -9,6 +9,7 @@ from unittest import mock
 import numpy as np
 import tensorflow as tf
 
+from catch import domain as catch_domain
 import experiment
 from impala_tf import local_actors
 from impala_tf import progress
@@ -73,7 +74,7 @@ class MultitaskTest(tf.test.TestCase):
 
   def test_the_summary_waits_for_every_level(self):
     levels = ['catch/memory', 'catch/timing']
-    benchmark = pipeline_util.BENCHMARK
+    benchmark = catch_domain.BENCHMARK
     self.assertIsNone(progress.human_normalized_summary(
         {'catch/memory': (3, 0.5)}, levels, benchmark))
     summary = progress.human_normalized_summary(

@@ -9,7 +9,7 @@ import tensorflow as tf
 from experiments import random_policy
 from impala_tf import curves
 from impala_tf import environments
-from tests import catch
+from catch import environment as catch
 from tests import pipeline_util
 
 

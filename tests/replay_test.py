@@ -9,14 +9,20 @@ import tensorflow as tf
 from impala_tf import agents
 from impala_tf import curves
 from impala_tf import replay
-from impala_tf import rpc_transport
+from impala_tf import staging
+from impala_tf import training
 from impala_tf import trajectory as trajectory_lib
+from impala_tf import transport as transport_lib
 from impala_tf import weight_delay
 from tests import pipeline_util
 
 
+# A stand-in for a trajectory: its number and its mark.
+_Numbered = collections.namedtuple('_Numbered', ['number', 'replayed'])
+
+
 class _NumberedTransport:
-  """Hands out trajectories 0, 1, 2, ... (plain integers) in order."""
+  """Hands out trajectories 0, 1, 2, ... in order."""
 
   def __init__(self):
     self.sent = 0
@@ -24,7 +30,12 @@ class _NumberedTransport:
 
   def receive(self, count):
     self.sent += count
-    return list(range(self.sent - count, self.sent))
+    return [_Numbered(number, False)
+            for number in range(self.sent - count, self.sent)]
+
+
+def numbers(trajectories):
+  return [trajectory.number for trajectory in trajectories]
 
 
 class ReplayTest(tf.test.TestCase):
@@ -44,9 +55,11 @@ class ReplayTest(tf.test.TestCase):
       before = source.sent
       batch = replayed.receive(8)
       # The new ones first, in order, and only 4 of them.
-      self.assertEqual(list(range(before, before + 4)), batch[:4])
+      self.assertEqual(list(range(before, before + 4)), numbers(batch[:4]))
+      self.assertEqual([False] * 4 + [True] * 4,
+                       [trajectory.replayed for trajectory in batch])
       # The replayed ones were among the 12 newest before this batch.
-      for item in batch[4:]:
+      for item in numbers(batch[4:]):
         self.assertTrue(before - 12 <= item < before, (item, before))
         draws[before - item] += 1
     # Uniform over the 12 places: each expects 100 of 1,200 draws.
@@ -56,12 +69,12 @@ class ReplayTest(tf.test.TestCase):
   def test_first_batch_replays_its_own_new_trajectories(self):
     batch = replay.ReplayTransport(_NumberedTransport(), 0.5, capacity=10,
                                    seed=1).receive(4)
-    self.assertEqual([0, 1], batch[:2])
-    self.assertTrue(set(batch[2:]) <= {0, 1})
+    self.assertEqual([0, 1], numbers(batch[:2]))
+    self.assertTrue(set(numbers(batch[2:])) <= {0, 1})
 
   def test_atari_trajectory_size_and_capacity_check(self):
     agent = agents.Agent(6, (84, 84, 4), core='feedforward')
-    spec = rpc_transport.unroll_spec(agent, 20, (84, 84, 4), 0)
+    spec = trajectory_lib.unroll_spec(agent, 20, (84, 84, 4), 0)
     (one,) = trajectory_lib.split(trajectory_lib.random_trajectory(
         np.random.default_rng(0), agent, 20, 1, 6, (84, 84, 4)))
     arrays = [np.asarray(x) for x in tf.nest.flatten(one)]
@@ -75,6 +88,45 @@ class ReplayTest(tf.test.TestCase):
     with self.assertRaisesRegex(ValueError, r'--replay_capacity=10000000 '
                                 r'needs [\d,]+ MiB .* available'):
       replay.check_capacity(10_000_000, replay.trajectory_bytes(spec))
+
+
+class ReplayedMarkTest(tf.test.TestCase):
+
+  def test_replay_is_a_learner_side(self):
+    self.assertIsInstance(
+        replay.ReplayTransport(_NumberedTransport(), 0.5, 10, seed=0),
+        transport_lib.LearnerSide)
+
+  def test_the_batch_marks_its_replayed_trajectories(self):
+    # A quarter of each batch of 8 replayed, through the staging area: the
+    # learner's batch says which trajectories are replayed.
+    agent = agents.Agent(3, (8, 8, 1), core='feedforward')
+    local = transport_lib.LocalTransport(capacity=24,
+                                         policy_version=lambda: 0)
+    for version in range(3):
+      unroll = trajectory_lib.random_trajectory(
+          np.random.default_rng(version), agent, 4, 8, 3, (8, 8, 1))
+      local.send(unroll._replace(policy_version=np.full([8], version)))
+    staging_area = staging.StagingArea(
+        replay.ReplayTransport(local, 0.25, capacity=100, seed=0),
+        batch_size=8)
+    for index in range(3):
+      batch = staging_area.get()
+      self.assertAllEqual([False] * 6 + [True] * 2, batch.replayed)
+      # The new ones in the order sent: trajectory n acted at version n // 8.
+      self.assertAllEqual([n // 8 for n in range(6 * index, 6 * index + 6)],
+                          batch.policy_version[:6])
+    local.close()
+
+  def test_policy_lags_read_the_mark(self):
+    # Replayed trajectories anywhere in the batch, not only at its end.
+    batch = trajectory_lib.Trajectory(
+        level_name=None, policy_version=np.array([10, 2, 9, 3, 8]),
+        replayed=np.array([False, True, False, True, False]),
+        agent_state=None, env_outputs=None, agent_outputs=None)
+    self.assertEqual((2.0, 8.5), training.batch_lags(11, batch))
+    only_new = batch._replace(replayed=np.zeros([5], bool))
+    self.assertEqual((4.6, None), training.batch_lags(11, only_new))
 
 
 class ReplayedLagTest(tf.test.TestCase):

@@ -1,7 +1,8 @@
-"""The RPC transport in one process: what actors send is what the learner
-receives, field by field (instructions, LSTM state, unrolls split into
-chunks under gRPC's message limit), games arrive, weights follow the
-learner's, and the learner finishing or closing ends the actors' calls."""
+"""The RPC transport in one process, its service and its client: what
+actors send is what the learner receives, field by field (instructions,
+LSTM state, unrolls split into chunks under gRPC's message limit), games
+arrive, weights follow the learner's, and the learner finishing or closing
+ends the actors' calls."""
 
 import socket
 from unittest import mock
@@ -12,7 +13,9 @@ import tree
 
 from impala_tf import agents
 from impala_tf import environments
-from impala_tf import rpc_transport
+from impala_tf import rpc_client
+from impala_tf import rpc_protocol
+from impala_tf import rpc_service
 from impala_tf import trajectory as trajectory_lib
 from impala_tf import transport as transport_lib
 
@@ -49,20 +52,26 @@ class RpcTransportTest(tf.test.TestCase):
                                       use_instruction=True, seed=1)
     self.actor_agent = agents.Agent(NUM_ACTIONS, FRAME_SHAPE, core='lstm',
                                     use_instruction=True, seed=2)
-    self.spec = rpc_transport.unroll_spec(
+    self.spec = trajectory_lib.unroll_spec(
         self.learner_agent, UNROLL_LENGTH, FRAME_SHAPE, INSTRUCTION_LENGTH)
     self.num_updates = tf.Variable(0, dtype=tf.int64)
     self.games = []
     address = f'localhost:{free_port()}'
-    self.service = rpc_transport.LearnerService(
+    self.service = rpc_service.LearnerService(
         address, self.spec, capacity=64,
         variables=self.learner_agent.trainable_variables,
         num_updates=self.num_updates, actor_names={0: 'actor0'},
         on_finished_game=self.games.append, print_fn=lambda line: None)
     self.addCleanup(self.service.close)
-    self.client = rpc_transport.RemoteTransport(
-        address, 0, self.spec, self.actor_agent.trainable_variables,
+    self.client = rpc_client.RemoteTransport(
+        address, 0, self.actor_agent.trainable_variables,
         connect_timeout_secs=20, print_fn=lambda line: None)
+
+  def test_service_and_client_are_the_learners_and_the_actors_sides(self):
+    self.assertIsInstance(self.service, transport_lib.LearnerSide)
+    self.assertNotIsInstance(self.service, transport_lib.ActorSide)
+    self.assertIsInstance(self.client, transport_lib.ActorSide)
+    self.assertNotIsInstance(self.client, transport_lib.LearnerSide)
 
   def test_what_is_sent_is_what_is_received(self):
     unroll = random_unroll(np.random.default_rng(0), self.actor_agent, 6)
@@ -70,7 +79,7 @@ class RpcTransportTest(tf.test.TestCase):
     self.client.add_game(game)
     # Small messages: the 6 environments travel in 3 chunks of 2.
     per_env = sum(np.asarray(x).nbytes for x in tree.flatten(unroll)) // 6
-    with mock.patch.object(rpc_transport, 'MESSAGE_BYTES', 2 * per_env + 1):
+    with mock.patch.object(rpc_protocol, 'MESSAGE_BYTES', 2 * per_env + 1):
       self.client.send(unroll)
     received = self.service.receive(6)
     for expected, actual in zip(trajectory_lib.split(unroll), received):
@@ -84,8 +93,8 @@ class RpcTransportTest(tf.test.TestCase):
   def test_weight_groups_stay_under_the_message_size(self):
     variables = self.learner_agent.trainable_variables
     budget = 2**18
-    with mock.patch.object(rpc_transport, 'MESSAGE_BYTES', budget):
-      groups = rpc_transport.weight_groups(variables)
+    with mock.patch.object(rpc_protocol, 'MESSAGE_BYTES', budget):
+      groups = rpc_protocol.weight_groups(variables)
     self.assertEqual(list(range(len(variables))),
                      [index for group in groups for index in group])
     self.assertGreater(len(groups), 2)
@@ -108,7 +117,8 @@ class RpcTransportTest(tf.test.TestCase):
 
   def test_finish_and_close(self):
     self.assertEqual(0, self.client.policy_version())
-    self.service.finish()
+    with mock.patch.object(rpc_service, 'FINISH_GRACE_SECS', 0):
+      self.service.finish()
     with self.assertRaises(transport_lib.Closed):
       self.client.policy_version()
     self.assertTrue(self.client.closed)
