@@ -24,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 from absl import app
 from absl import flags
@@ -66,23 +65,20 @@ def measure(args):
   errors = open(os.path.join(logdir, 'stderr'), 'w+')  # pylint: disable=consider-using-with
   process = subprocess.Popen(
       [sys.executable] + args + [f'--logdir={logdir}'], cwd=REPO_ROOT,
-      stdout=subprocess.PIPE, stderr=errors, text=True)
+      stdout=subprocess.DEVNULL, stderr=errors, text=True)
   window = progress_window.Window(FLAGS.warmup_seconds, FLAGS.seconds)
   done = threading.Event()  # Measured, or the process ended first.
-
-  def read():
-    for line in process.stdout:
-      frames = progress_window.frames_of(line)
-      if frames is not None and window.add(time.monotonic(), frames):
-        done.set()
-    done.set()
-
-  reader = threading.Thread(target=read, daemon=True)
-  reader.start()
+  threading.Thread(target=lambda: (process.wait(), done.set()),
+                   daemon=True).start()
+  # The first learner's status: its frames are the run's.
+  watcher = threading.Thread(target=progress_window.watch,
+                             args=(logdir, window, done), daemon=True)
+  watcher.start()
   done.wait(FLAGS.max_seconds)
+  done.set()
   process.send_signal(signal.SIGINT)
   process.wait(120)
-  reader.join(10)
+  watcher.join(10)
   errors.seek(0)
   last_error = (errors.read().strip().splitlines() or [''])[-1]
   errors.close()

@@ -1,19 +1,18 @@
-"""The measured window of a training benchmark, from its progress lines.
+"""The measured window of a training benchmark, from the run's status
+file (`impala_tf/run_status.py`).
 
-A window opens at the first progress line printed `warmup` seconds or more
-after the first one, and closes once it spans `seconds` and the frame count
-has moved. Measuring from lines rather than a wall-clock window keeps a
-short run on a slow machine from ending before it has anything to measure
-(graph building alone can take longer than a smoke test's seconds).
+A window opens at the first status written `warmup` seconds or more after
+the first one, and closes once it spans `seconds` and the frame count has
+moved. Measuring from the run's own reports rather than a wall-clock window
+keeps a short run on a slow machine from ending before it has anything to
+measure (graph building alone can take longer than a smoke test's seconds).
 
 `define_flags` defines the flags every training benchmark shares.
 """
 
-import re
-
 from absl import flags
 
-PROGRESS_LINE = re.compile(r'^frames ([\d,]+) / ')
+from impala_tf import run_status
 
 
 def define_flags(warmup_seconds):
@@ -33,10 +32,18 @@ def define_flags(warmup_seconds):
                        '(experiment.py\'s --unroll_length).', lower_bound=1)
 
 
-def frames_of(line):
-  """The frame count of a training progress line, or None."""
-  match = PROGRESS_LINE.match(line)
-  return int(match.group(1).replace(',', '')) if match else None
+def watch(logdir, window, done, poll_secs=0.2):
+  """Adds every new status that the run in `logdir` writes after a progress
+  interval to `window`, until `done` (a threading.Event) is set; sets it
+  once the window is complete."""
+  last_time = None
+  while not done.wait(poll_secs):
+    status = run_status.read(logdir)
+    if (status and status['frames_per_second'] is not None and
+        status['time'] != last_time):
+      last_time = status['time']
+      if window.add(status['time'], status['frames']):
+        done.set()
 
 
 class Window:
@@ -49,7 +56,7 @@ class Window:
     self._window = []
 
   def add(self, time, frames):
-    """Records a progress line at `time` (seconds); True once complete."""
+    """Records a frame count at `time` (seconds); True once complete."""
     if self._first_time is None:
       self._first_time = time
     if time >= self._first_time + self._warmup:
@@ -66,7 +73,7 @@ class Window:
     """Frames/s over the window; RuntimeError when it is not complete."""
     if not self.complete():
       raise RuntimeError(
-          f'no complete window: {len(self._window)} progress lines after '
+          f'no complete window: {len(self._window)} reports after '
           'the warm-up, and the frame count must move between two of them')
     (t0, f0), (t1, f1) = self._window[0], self._window[-1]
     return (f1 - f0) / (t1 - t0)

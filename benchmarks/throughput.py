@@ -197,19 +197,15 @@ def _environment_ceiling(config, seconds, warmup):
 
 
 def _train(config, seconds, warmup):
-  """The measured window of training, from the learner's progress lines."""
+  """The measured window of training, from the run's status file."""
   import experiment  # pylint: disable=g-import-not-at-top
   stop = threading.Event()
   window = progress_window.Window(warmup, seconds)
-
-  def record(line):
-    frames = progress_window.frames_of(line)
-    if frames is not None and window.add(time.monotonic(), frames):
-      stop.set()
-
+  threading.Thread(target=progress_window.watch,
+                   args=(config.logdir, window, stop), daemon=True).start()
   deadline = _give_up_later(stop)
   experiment.train(config._replace(progress_interval_secs=1), stop,
-                   print_fn=record)
+                   print_fn=lambda line: None)
   deadline.cancel()
   return window
 

@@ -21,7 +21,6 @@ may share the process: the test suite under pytest.)
 import collections
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -30,6 +29,8 @@ import time
 from absl import app
 from absl import flags
 import tensorflow as tf
+
+from impala_tf import run_status
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer('kills', 40, 'How many times to kill the run.',
@@ -76,6 +77,7 @@ class _Start:
   """One start of the training command, its output going to files."""
 
   def __init__(self, logdir, index):
+    self.logdir = logdir
     outputs = os.path.join(logdir, 'kill_campaign')
     os.makedirs(outputs, exist_ok=True)
     self.out_path = os.path.join(outputs, f'start_{index:03d}.out')
@@ -87,27 +89,30 @@ class _Start:
            f'--logdir={logdir}', *TRAINING_FLAGS],
           stdout=out, stderr=err, cwd=REPO_ROOT)
 
-  def output(self):
-    with open(self.out_path) as f:
-      return f.read()
-
   def errors(self):
     with open(self.err_path) as f:
       return f.read()
+
+  def status(self):
+    """The run's status file (`impala_tf/run_status.py`) if this start
+    wrote it, else None."""
+    status = run_status.read(self.logdir)
+    return status if status and status['pid'] == self.process.pid else None
 
   def last_error_line(self):
     lines = self.errors().strip().splitlines()
     return lines[-1] if lines else '(nothing on stderr)'
 
   def wait_until_training(self, directory):
-    """Waits until the run has made an update (its first progress line) and
-    a checkpoint exists; returns a failure line, or None."""
+    """Waits until the run has made an update (its status has a frame rate)
+    and a checkpoint exists; returns a failure line, or None."""
     deadline = time.monotonic() + START_TIMEOUT_SECS
     while time.monotonic() < deadline:
       if self.process.poll() is not None:
         return (f'the run ended (exit status {self.process.returncode}) '
                 f'before training: {self.last_error_line()}')
-      if ('\nframes ' in self.output() and
+      status = self.status()
+      if (status and status['frames_per_second'] is not None and
           tf.train.get_checkpoint_state(directory) is not None):
         return None
       time.sleep(0.1)
@@ -193,15 +198,16 @@ def _check_end(start, sent, newest):
   if sent[-1] == 'SIGKILL' and code != -signal.SIGKILL:
     failures.append(f'the run ended with exit status {code} before its '
                     f'SIGKILL: {start.last_error_line()}')
-  stopped = re.findall(r'^Stopped at ([\d,]+) frames', start.output(), re.M)
+  status = start.status()
+  stopped = status and status['state'] == 'stopped'
   if sent == ('SIGTERM',):
     if code != 0 or not stopped:
       failures.append(f'SIGTERM ended the run with exit status {code}'
-                      f'{"" if stopped else " and no Stopped line"}: '
+                      f'{"" if stopped else " and no stopped status"}: '
                       f'{start.last_error_line()}')
-    elif newest and newest[1] != int(stopped[0].replace(',', '')):
-      failures.append(f'the run stopped at {stopped[0]} frames, but its '
-                      f'newest checkpoint holds {newest[1]:,}')
+    elif newest and newest[1] != status['frames']:
+      failures.append(f'the run stopped at {status["frames"]:,} frames, but '
+                      f'its newest checkpoint holds {newest[1]:,}')
   if 'Traceback' in start.errors():
     failures.append(f'a traceback: {start.last_error_line()}')
   if newest is None:
@@ -214,15 +220,13 @@ def _check_end(start, sent, newest):
 def _check_resume(start, directory, newest):
   """(resumed, fallbacks, failure lines) of a restart after a kill."""
   failure = start.wait_until_training(directory)
-  output = start.output()
-  fallbacks = len(re.findall(r'^Checkpoint .* is unreadable', output, re.M))
-  match = re.search(r'^Resuming from (\S+) at ([\d,]+) frames\.$', output,
-                    re.M)
+  status = start.status() or {}
+  fallbacks = len(status.get('unreadable_checkpoints', []))
   if failure:
     return None, fallbacks, [f'the restart failed: {failure}']
-  if not match:
+  if not status.get('resumed_from'):
     return None, fallbacks, ['the restart started afresh']
-  resumed = match.group(1), int(match.group(2).replace(',', ''))
+  resumed = status['resumed_from'], status['resumed_at_frames']
   if newest and newest[1] is not None and (resumed[0] != newest[0] or
                                            resumed[1] < newest[1]):
     return resumed, fallbacks, [

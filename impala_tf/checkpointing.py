@@ -68,8 +68,8 @@ def manager(learner, logdir):
 
 
 def restore_latest(checkpoint_manager, print_fn=print):
-  """Restores the newest readable checkpoint, if any; returns its path or
-  None.
+  """Restores the newest readable checkpoint, if any; returns its path (or
+  None) and the paths of the newer ones found unreadable.
 
   An unreadable one (truncated or half-written by a crash) is reported in
   one line and the next older one is tried.
@@ -78,19 +78,21 @@ def restore_latest(checkpoint_manager, print_fn=print):
     UsageError: checkpoints exist but none is readable.
   """
   paths = list(reversed(checkpoint_manager.checkpoints))
+  unreadable = []
   for path in paths:
     try:
       checkpoint_manager.checkpoint.restore(path).assert_consumed()
-      return path
+      return path, unreadable
     except (tf.errors.OpError, ValueError, AssertionError,
             IndexError) as error:
       print_fn(f'Checkpoint {path} is unreadable '
                f'({type(error).__name__}); trying an older one.')
+      unreadable.append(path)
   if paths:
     raise UsageError(f'no readable checkpoint in '
                      f'{os.path.dirname(paths[0])}; move them away to start '
                      'afresh')
-  return None
+  return None, unreadable
 
 
 def restore_for_test(learner, logdir):

@@ -17,6 +17,7 @@ from impala_tf import cluster as cluster_lib
 from impala_tf import local_actors
 from impala_tf import progress
 from impala_tf import replay
+from impala_tf import run_status
 from impala_tf import rpc_service
 from impala_tf import staging
 from impala_tf import trajectory as trajectory_lib
@@ -57,10 +58,7 @@ def train(config, domain, stop=None, print_fn=print):
   # The first learner keeps the checkpoints; the others start from its
   # weights.
   manager = checkpointing.manager(learner, config.logdir)
-  restored = is_chief and checkpointing.restore_latest(manager, print_fn)
-  if restored:
-    print_fn(f'Resuming from {restored} at '
-             f'{int(learner.num_environment_frames.numpy()):,} frames.')
+  restored, status = _restore(config, learner, manager, is_chief, print_fn)
   learner.broadcast_from_first()
   num_updates = int(learner.num_updates.numpy())
   # Fresh random streams after a restart, not a replay of the first run's.
@@ -75,7 +73,7 @@ def train(config, domain, stop=None, print_fn=print):
                        batch_size=config.batch_size // num_learners,
                        is_chief=is_chief, print_fn=print_fn,
                        after_update=experience.after_update,
-                       restored=bool(restored))
+                       restored=bool(restored), status=status)
   print_fn(_start_line(config, info, experience.description, loop.batch_size,
                        replay_mib))
   try:
@@ -92,6 +90,30 @@ def train(config, domain, stop=None, print_fn=print):
     if is_chief and loop.num_updates != loop.checkpointed_updates:
       checkpointing.save(manager, loop.num_updates)
   return loop.finish(manager)
+
+
+def _restore(config, learner, manager, is_chief, print_fn):
+  """Restores the first learner's newest readable checkpoint; returns its
+  path (or None) and this learner's `run_status.RunStatus`, written."""
+  restored, unreadable = (checkpointing.restore_latest(manager, print_fn)
+                          if is_chief else (None, []))
+  frames = int(learner.num_environment_frames.numpy())
+  if restored:
+    print_fn(f'Resuming from {restored} at {frames:,} frames.')
+  status = run_status.RunStatus(
+      _learner_directory(config, is_chief), frames=frames,
+      total_frames=config.total_environment_frames,
+      updates=int(learner.num_updates.numpy()), resumed_from=restored,
+      resumed_at_frames=frames if restored else None,
+      unreadable_checkpoints=unreadable)
+  return restored, status
+
+
+def _learner_directory(config, is_chief):
+  """Where a learner's summaries and status go: the run's log directory
+  for the first, a folder in it for the others."""
+  return (config.logdir if is_chief else
+          os.path.join(config.logdir, f'learner_{config.task}'))
 
 
 def _batches_from(config, experience, num_updates):
@@ -220,7 +242,8 @@ class _TrainingLoop:
   """Batches to updates, with progress lines, summaries and checkpoints."""
 
   def __init__(self, config, domain, learner, transport, game_log, stop,
-               batch_size, is_chief, print_fn, after_update, restored):
+               batch_size, is_chief, print_fn, after_update, restored,
+               status):
     self._config = config
     self._domain = domain
     self._learner = learner
@@ -231,12 +254,12 @@ class _TrainingLoop:
     self._is_chief = is_chief
     self._print = print_fn
     self._after_update = after_update
+    self._status = status
     self._staging_area = staging.StagingArea(
         transport, batch_size,
         device='/GPU:0' if tf.config.list_logical_devices('GPU') else None)
     self._writer = tf.summary.create_file_writer(
-        config.logdir if is_chief else os.path.join(
-            config.logdir, f'learner_{config.task}'))
+        _learner_directory(config, is_chief))
     self._progress_line = progress.ProgressLine(
         config.total_environment_frames, config.progress_interval_secs,
         print_fn)
@@ -303,6 +326,10 @@ class _TrainingLoop:
         f'{queue_fill:.0%} | ' + ', '.join(
             f'{name.replace("_", " ")} {value:.1f}'
             for name, value in lags.items()))
+    self._status.update(
+        frames=self.frames, updates=self.num_updates, frames_per_second=fps,
+        recent_returns={level: mean
+                        for level, (_, mean) in recent_means.items()})
     scalars = {name: float(value) for name, value in self._stats.items()}
     scalars.update(lags, queue_fill=queue_fill)
     progress.write_scalars(self._writer, self.frames, scalars, 'learner')
@@ -316,6 +343,11 @@ class _TrainingLoop:
   def finish(self, manager):
     """The run's results, after its final checkpoint (first learner)."""
     self._writer.flush()
+    finished = self.frames >= self._config.total_environment_frames
+    self._status.update(
+        state='finished' if finished else 'stopped', frames=self.frames,
+        updates=self.num_updates,
+        checkpoint=manager.latest_checkpoint if self._is_chief else None)
     self._print(
         f'Stopped at {self.frames:,} frames, {self.num_updates:,} updates; ' +
         (f'checkpoint {manager.latest_checkpoint}' if self._is_chief else

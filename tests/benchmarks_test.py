@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 from absl.testing import parameterized
@@ -14,6 +16,7 @@ import tensorflow as tf
 
 from benchmarks import progress_window
 from benchmarks import throughput
+from impala_tf import run_status
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(REPO_ROOT, 'benchmarks')
@@ -66,10 +69,22 @@ class ProgressWindowTest(tf.test.TestCase):
     self.assertAllClose((10.0, 100.0), window.slowest_and_fastest(span=2))
     self.assertIsNone(window.slowest_and_fastest(span=10))
 
-  def test_reads_the_frames_of_progress_lines_only(self):
-    self.assertEqual(1234567, progress_window.frames_of(
-        'frames 1,234,567 / 10,000,000 | 4,202 frames/s | ...'))
-    self.assertIsNone(progress_window.frames_of('test: 3 games'))
+  def test_watches_the_status_file_until_the_window_is_complete(self):
+    logdir = tempfile.mkdtemp()
+    window = progress_window.Window(warmup=0, seconds=0.01)
+    done = threading.Event()
+    watcher = threading.Thread(target=progress_window.watch,
+                               args=(logdir, window, done, 0.01))
+    watcher.start()
+    status = run_status.RunStatus(logdir, frames=0)  # Not yet a report.
+    time.sleep(0.1)
+    self.assertFalse(done.is_set())
+    for frames in (100, 200):
+      time.sleep(0.1)
+      status.update(frames=frames, frames_per_second=1000.0)
+    watcher.join(10)
+    self.assertTrue(done.is_set())
+    self.assertGreater(window.frames_per_second(), 0)
 
 
 # A moment each, and batches of two short trajectories: the first batch

@@ -16,6 +16,7 @@ from catch import environment as catch
 import experiment
 from impala_tf import actor as actor_lib
 from impala_tf import checkpointing
+from impala_tf import run_status
 from tests import pipeline_util
 
 
@@ -76,6 +77,15 @@ class CheckpointingTest(tf.test.TestCase):
     self.assertLen(resumed, 1)
     self.assertStartsWith(resumed[0], f'Resuming from {older} at ')
     self.assertGreaterEqual(result['frames'], 6_000)
+    # What tools read instead of these lines.
+    status = run_status.read(logdir)
+    self.assertEqual('finished', status['state'])
+    self.assertEqual([newest], status['unreadable_checkpoints'])
+    self.assertEqual(older, status['resumed_from'])
+    self.assertBetween(status['resumed_at_frames'], 2_000, 5_999)
+    self.assertEqual(result['frames'], status['frames'])
+    self.assertEqual(tf.train.latest_checkpoint(directory),
+                     status['checkpoint'])
 
   def test_a_stop_with_no_new_update_leaves_the_newest_checkpoint_alone(self):
     # TensorFlow rewrites a checkpoint's index file in place, so a kill
@@ -94,6 +104,7 @@ class CheckpointingTest(tf.test.TestCase):
         pipeline_util.config(logdir=logdir, total_environment_frames=2_000,
                              **RUN), stop=stop, print_fn=lambda line: None)
     self.assertEqual(first['frames'], second['frames'])
+    self.assertEqual('stopped', run_status.read(logdir)['state'])
     self.assertEqual(before, files())
     self.assertEqual(newest, tf.train.latest_checkpoint(
         checkpointing.directory(logdir)))
