@@ -6,7 +6,6 @@ merges the concurrent calls of all actors into one batched forward pass
 (`dynamic_batching`), as the paper's actors do.
 """
 
-import threading
 import time
 
 import numpy as np
@@ -140,71 +139,3 @@ class ActorError(RuntimeError):
 
 class ActorHang(RuntimeError):
   """An actor made no step for longer than the hang limit."""
-
-
-class ActorThreads:
-  """Runs actors in threads; an actor's crash, or a hang of more than
-  `hang_secs` without a step while not waiting on the learner, closes the
-  transport and is re-raised by `check`."""
-
-  WATCH_SECONDS = 1.0  # How often the watchdog looks.
-
-  def __init__(self, actors, transport, hang_secs=None):
-    self._transport = transport
-    self._errors = []
-    self._actors = actors
-    self._hang_secs = hang_secs
-    self._threads = [
-        threading.Thread(target=self._run, args=(actor,), daemon=True,
-                         name=f'actor_{index}')
-        for index, actor in enumerate(actors)
-    ]
-    if hang_secs:
-      self._threads.append(threading.Thread(
-          target=self._watch, daemon=True, name='actor_watchdog'))
-
-  def _watch(self):
-    while not self._transport.closed:
-      time.sleep(self.WATCH_SECONDS)
-      now = time.monotonic()
-      for index, actor in enumerate(self._actors):
-        if not actor.waiting_on_learner and now - actor.last_progress > self._hang_secs:
-          levels = sorted(set(actor.level_names))
-          self._errors.append(ActorHang(
-              f'actor thread {index} ({", ".join(levels)}) made no step '
-              f'for {self._hang_secs:g} s (--actor_hang_secs)'))
-          self._transport.close()
-          return
-
-  def _run(self, actor):
-    try:
-      actor.run()
-    except Exception as error:  # pylint: disable=broad-except
-      self._errors.append(error)
-      self._transport.close()
-
-  def start(self):
-    for thread in self._threads:
-      thread.start()
-
-  @property
-  def errors(self):
-    """The exceptions that ended actor threads."""
-    return list(self._errors)
-
-  def check(self):
-    """Raises the first actor error, if any."""
-    if self._errors:
-      error = self._errors[0]
-      # The first line only: an environment process's error carries its
-      # traceback after it.
-      message = str(error).strip().splitlines()[0] if str(error) else ''
-      raise ActorError(f'an actor failed: {type(error).__name__}: '
-                       f'{message}') from error
-
-  def join(self, timeout=30):
-    """Waits for the threads; not for a hung one."""
-    if any(isinstance(error, ActorHang) for error in self._errors):
-      return
-    for thread in self._threads:
-      thread.join(timeout)

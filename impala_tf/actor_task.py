@@ -25,18 +25,18 @@ def run_actor_task(config, domain, stop, print_fn=print):
   print_fn(f'Actor {config.task} ({config.actor_hosts[config.task]}): '
            f'{len(level_names)} environments of {config.level_name}, '
            f'sending to learner {address}.')
-  actors = local_actors.Actors(
+  actors = local_actors.ActorPool.for_levels(
       config, domain, level_names, agent, transport, transport.add_game,
       seed=config.seed * 1_000_003 + 7_919 * (config.task + 1))
   try:
     _report_until_done(config, transport, stop, address, print_fn)
   finally:
     actors.stop()
-  unreachable = [error for error in actors.threads.errors
+  unreachable = [error for error in actors.errors
                  if isinstance(error, rpc_client.Unreachable)]
   if unreachable:
     raise unreachable[0]
-  actors.threads.check()
+  actors.check()
   print_fn(f'actor {config.task}: stopped after {transport.steps_sent:,} '
            'steps.')
 

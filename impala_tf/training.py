@@ -208,14 +208,14 @@ def _local_experience(config, domain, learner, info, game_log, seed):
                     'updates old')
   transport = transport_lib.LocalTransport(config.queue_capacity,
                                            policy_version)
-  actors = local_actors.Actors(
+  actors = local_actors.ActorPool.for_levels(
       config, domain,
       local_actors.assign_levels(config.levels, config.num_actors),
       actor_agent, transport, game_log.add, seed)
   return _Experience(transport,
                      f'{description} in {actors.num_threads} threads',
                      after_update, stop_actors=actors.stop,
-                     check_actors=actors.threads.check)
+                     check_actors=actors.check)
 
 
 def _shut_down(experience, finished):

@@ -5,12 +5,11 @@ import threading
 
 import numpy as np
 import tensorflow as tf
-import tree
 
 from atari57 import environment as atari_environment
-from impala_tf import actor as actor_lib
 from impala_tf import agents
 from impala_tf import environments
+from impala_tf import local_actors
 from impala_tf import staging
 from impala_tf import trajectory as trajectory_lib
 from impala_tf import transport as transport_lib
@@ -18,11 +17,6 @@ from catch import environment as catch
 
 NUM_ENVS = 4
 UNROLL_LENGTH = 12  # Catch episodes are 9 steps: resets fall inside unrolls.
-
-
-def numpy_state(agent, batch_size):
-  return tree.map_structure(lambda x: x.numpy(),
-                            agent.initial_state(batch_size))
 
 
 def run_actor(agent, num_trajectories, dynamic_batching_enabled=False,
@@ -36,18 +30,13 @@ def run_actor(agent, num_trajectories, dynamic_batching_enabled=False,
   transport = transport_lib.LocalTransport(
       capacity=num_trajectories + env.num_envs,
       policy_version=lambda: policy_version)
-  policy = actor_lib.Policy(agent, dynamic_batching_enabled)
   games = []
-  actor = actor_lib.Actor(env, policy, transport, unroll_length,
-                          numpy_state(agent, env.num_envs), agent.num_actions,
-                          on_finished_game=games.append)
-  threads = actor_lib.ActorThreads([actor], transport)
-  threads.start()
+  pool = local_actors.ActorPool(
+      [env], agent, transport, unroll_length, on_finished_game=games.append,
+      dynamic_batching_enabled=dynamic_batching_enabled)
   trajectories = transport.receive(num_trajectories)
-  transport.close()
-  threads.join()
-  threads.check()
-  policy.close()
+  pool.stop()
+  pool.check()
   return trajectories, games
 
 
@@ -82,7 +71,6 @@ class ActorTest(tf.test.TestCase):
                          core='feedforward', seed=1)
     trajectories, _ = run_actor(agent, 2 * env.num_envs, env=env,
                                 unroll_length=5)
-    env.close()
     for unroll in range(2):
       batch = trajectory_lib.batch(
           trajectories[unroll * env.num_envs:(unroll + 1) * env.num_envs])
