@@ -7,13 +7,13 @@ import numpy as np
 import tensorflow as tf
 
 from atari57 import environment as atari_environment
+from catch import environment as catch
 from impala_tf import agents
 from impala_tf import environments
 from impala_tf import local_actors
 from impala_tf import staging
 from impala_tf import trajectory as trajectory_lib
 from impala_tf import transport as transport_lib
-from catch import environment as catch
 
 NUM_ENVS = 4
 UNROLL_LENGTH = 12  # Catch episodes are 9 steps: resets fall inside unrolls.

@@ -9,8 +9,8 @@ import signal
 import numpy as np
 import tensorflow as tf
 
-from impala_tf import environments
 from catch import environment as catch
+from impala_tf import environments
 
 
 class EnvironmentsTest(tf.test.TestCase):

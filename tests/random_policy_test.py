@@ -6,10 +6,10 @@ from unittest import mock
 import numpy as np
 import tensorflow as tf
 
+from catch import environment as catch
 from experiments import random_policy
 from impala_tf import curves
 from impala_tf import environments
-from catch import environment as catch
 from tests import pipeline_util
 
 
