@@ -17,8 +17,8 @@ from impala_tf import cluster as cluster_lib
 from impala_tf import local_actors
 from impala_tf import progress
 from impala_tf import replay
-from impala_tf import run_status
 from impala_tf import rpc_service
+from impala_tf import run_status
 from impala_tf import staging
 from impala_tf import trajectory as trajectory_lib
 from impala_tf import transport as transport_lib
