@@ -1,6 +1,7 @@
 r"""IMPALA (Espeholt et al., 2018): the composition root. It only wires parts
-together: the flags (the paper's names), one frozen configuration, the
-registry of suites by level prefix, and main dispatching to training
+together: the flags (the paper's names; each suite defines its own), the
+run's configuration with each part's own, the registry of suites by level
+prefix, and main dispatching to training
 (impala_tf/training.py), test mode (impala_tf/evaluation.py) or an actor
 job (impala_tf/actor_task.py). Examples:
 
@@ -24,16 +25,12 @@ import collections
 import os
 import signal
 import sys
-import tempfile
 import threading
 
 from absl import app
 from absl import flags
 from absl import logging
 
-from atari57 import domain as atari_domain
-from catch import domain as catch_domain
-from dmlab30 import domain as dmlab_domain
 from impala_tf import actor as actor_lib
 from impala_tf import actor_task
 from impala_tf import agents
@@ -43,6 +40,7 @@ from impala_tf import corrections
 from impala_tf import domain as domain_lib
 from impala_tf import evaluation
 from impala_tf import learner as learner_lib
+from impala_tf import local_actors
 from impala_tf import rpc_client
 from impala_tf import training
 from impala_tf.domain import UsageError
@@ -149,22 +147,6 @@ flags.DEFINE_integer('inference_min_batch_size', 1, 'Dynamic batching: '
                      'rows to wait for, up to the timeout.', lower_bound=1)
 flags.DEFINE_integer('inference_timeout_ms', 10, 'Dynamic batching: the '
                      'longest wait for the minimum batch.', lower_bound=0)
-flags.DEFINE_enum('atari_environment', 'vector', ['vector', 'process'],
-                  'Atari training environments: ale-py\'s C++ vector '
-                  'environment, or one process per game (py_process).')
-flags.DEFINE_boolean('full_action_set', None, 'Atari: all 18 actions; '
-                     'default: with several games (their minimal sets '
-                     'differ), else the game\'s minimal set.')
-flags.DEFINE_string('dataset_path', None, 'DMLab: the directory of the '
-                    'Brady-Konkle-Oliva images the psychlab levels need.')
-flags.DEFINE_string('level_cache_dir', os.path.join(
-    tempfile.gettempdir(), 'impala_tf_dmlab_level_cache'), 'DMLab: the '
-    'directory of compiled maps the environments share (scalable_agent\'s '
-    'level cache); empty: compile every map.')
-flags.DEFINE_integer('width', 96, 'DMLab: frame width in pixels.',
-                     lower_bound=1)
-flags.DEFINE_integer('height', 72, 'DMLab: frame height in pixels.',
-                     lower_bound=1)
 flags.DEFINE_integer('queue_capacity', None, 'Trajectories the queue holds; '
                      'default: 2 batches.', lower_bound=1)
 flags.DEFINE_integer('checkpoint_interval_secs', 300, 'Seconds between '
@@ -174,9 +156,14 @@ flags.DEFINE_integer('progress_interval_secs', 10, 'Seconds between '
                      'progress lines and learner summaries.', lower_bound=1)
 FLAGS = flags.FLAGS
 
-# The suites, by level prefix: a suite is its folder and a line here.
-DOMAINS = {'atari': atari_domain.DOMAIN, 'dmlab': dmlab_domain.DOMAIN,
-           'catch': catch_domain.DOMAIN}
+# The suites, by level prefix: a suite is its folder (whose domain.py
+# defines its flags and its Domain) and a line here.
+SUITES = {
+    'atari': 'atari57.domain',
+    'dmlab': 'dmlab30.domain',
+    'catch': 'catch.domain',
+}
+DOMAINS = domain_lib.load_domains(SUITES)
 
 # Hyperparameters a domain decides when their flag is left unset.
 DOMAIN_FLAGS = ('core', 'unroll_length', 'total_environment_frames',
@@ -184,56 +171,103 @@ DOMAIN_FLAGS = ('core', 'unroll_length', 'total_environment_frames',
                 'reward_clipping', 'learning_rate', 'decay', 'momentum',
                 'epsilon', 'max_grad_norm')
 
+# A run's configuration: the settings of the run itself, then each part's
+# own typed configuration.
+Config = collections.namedtuple(
+    'Config',
+    [
+        'mode', 'logdir', 'level_name', 'seed', 'num_action_repeats',
+        'total_environment_frames', 'batch_size', 'queue_capacity',
+        'replay_proportion', 'replay_capacity', 'actor_weights_delay', 'xla',
+        'test_num_episodes', 'overwrite', 'checkpoint_interval_secs',
+        'progress_interval_secs',
+        # The cluster (cluster.TASK_FLAGS, hosts as tuples) and its timeouts.
+        'job_name', 'task', 'learner_hosts', 'actor_hosts',
+        'connect_timeout_secs', 'actor_silence_secs',
+        'levels',  # The level names the run plays.
+        'agent',  # agents.AgentSpec.
+        'learner',  # learner.LearnerHParams.
+        'actors',  # local_actors.ActorSettings.
+        'suite',  # The suite's own configuration (its Domain.make_config).
+        # {flag name: value} of every setting above, defaults filled in: what
+        # flags.json keeps.
+        'flags',
+    ])
 
-def domain_of(level_name):
-  return domain_lib.domain_of(level_name, DOMAINS)
+
+def domain_of(level_name, domains=None):
+  return domain_lib.domain_of(level_name, domains or DOMAINS)
 
 
-def make_config(flag_values):
-  """The run's settings: every flag, with unset domain flags filled in, and
-  `levels`, the level names the run plays."""
-  levels = domain_lib.expand_levels(flag_values.level_name, DOMAINS)
-  config = {
+def make_config(flag_values, domains=None):
+  """The run's `Config` from `flag_values`, unset hyperparameters taking
+  the suite's values; `domains`: the registry (default `DOMAINS`)."""
+  domains = domains or DOMAINS
+  levels = domain_lib.expand_levels(flag_values.level_name, domains)
+  domain = domain_lib.domain_of(levels[0], domains)
+  settings = _settings(flag_values, domain, len(levels))
+  _check(settings, levels)
+  suite = domain.make_config(flag_values, levels)
+  settings.update(suite._asdict())
+  try:
+    settings.update(cluster_lib.task_settings(
+        os.environ.get('TF_CONFIG'),
+        [name for name in cluster_lib.TASK_FLAGS if flag_values[name].present],
+        settings))
+  except ValueError as error:
+    raise UsageError(error) from None
+  return Config(
+      levels=levels, suite=suite, flags=settings,
+      agent=_part(agents.AgentSpec, settings, torso=settings['agent']),
+      learner=_part(learner_lib.LearnerHParams, settings),
+      actors=_part(local_actors.ActorSettings, settings),
+      **{name: settings[name] for name in Config._fields
+         if name not in ('levels', 'suite', 'flags', 'agent', 'learner',
+                         'actors')})
+
+
+def _settings(flag_values, domain, num_levels):
+  """{name: value} of this module's flags, the domain's values for those
+  left unset; range-checked."""
+  settings = {
       flag.name: flag.value
       for flag in flag_values.get_key_flags_for_module(sys.modules[__name__])
   }
-  domain = domain_of(levels[0])
   for name in DOMAIN_FLAGS:
-    if config[name] is None:
-      config[name] = domain.defaults[name]
-  if callable(config['total_environment_frames']):
-    config['total_environment_frames'] = config['total_environment_frames'](
-        len(levels))
-  if config['learning_rate_anneal_frames'] is None:
-    config['learning_rate_anneal_frames'] = config['total_environment_frames']
+    if settings[name] is None:
+      settings[name] = domain.defaults[name]
+  if callable(settings['total_environment_frames']):
+    settings['total_environment_frames'] = settings[
+        'total_environment_frames'](num_levels)
+  if settings['learning_rate_anneal_frames'] is None:
+    settings['learning_rate_anneal_frames'] = settings[
+        'total_environment_frames']
   try:
-    learner_lib.check_hparams(config)
+    learner_lib.check_hparams(settings)
   except ValueError as error:
     raise UsageError(error) from None
   for name in ('total_environment_frames', 'learning_rate_anneal_frames'):
-    config[name] = int(config[name])
-  if config['queue_capacity'] is None:
-    config['queue_capacity'] = 2 * config['batch_size']
-  if config['full_action_set'] is None:
-    config['full_action_set'] = len(levels) > 1
-  elif len(levels) > 1 and not config['full_action_set']:
-    raise UsageError('several levels share one agent, which needs one '
-                     'action set: drop --nofull_action_set')
-  if config['mode'] == 'train' and config['num_actors'] < len(levels):
-    raise UsageError(f'--num_actors={config["num_actors"]} is fewer than '
+    settings[name] = int(settings[name])
+  if settings['queue_capacity'] is None:
+    settings['queue_capacity'] = 2 * settings['batch_size']
+  return settings
+
+
+def _check(settings, levels):
+  """Raises UsageError for settings that do not go together."""
+  if settings['mode'] == 'train' and settings['num_actors'] < len(levels):
+    raise UsageError(f'--num_actors={settings["num_actors"]} is fewer than '
                      f'the {len(levels)} levels; each level needs an actor')
-  if config['actor_weights_delay'] and config['job_name'] != 'local':
+  if settings['actor_weights_delay'] and settings['job_name'] != 'local':
     raise UsageError('--actor_weights_delay works in local runs only '
                      '(--job_name=local)')
-  config['levels'] = levels
-  try:
-    config.update(cluster_lib.task_settings(
-        os.environ.get('TF_CONFIG'),
-        [name for name in cluster_lib.TASK_FLAGS if flag_values[name].present],
-        config))
-  except ValueError as error:
-    raise UsageError(error) from None
-  return collections.namedtuple('Config', sorted(config))(**config)
+
+
+def _part(part_type, settings, **given):
+  """A part's configuration (a namedtuple) from the settings of its
+  fields' names, but those `given`."""
+  return part_type(**{name: given[name] if name in given else settings[name]
+                      for name in part_type._fields})
 
 
 def train(config, stop=None, print_fn=print):

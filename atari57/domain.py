@@ -1,14 +1,41 @@
-"""Atari-57 as a `impala_tf.domain.Domain`: the games, their environments for
-training (ale-py's C++ vector environment, or one process per game) and
-for test mode (both with 1-30 no-op starts), the human-normalised benchmark
-and the paper's Atari hyperparameters (Table G.1)."""
+"""Atari-57 as a `impala_tf.domain.Domain`: its flags and configuration, the
+games, their environments for training (ale-py's C++ vector environment, or
+one process per game) and for test mode (both with 1-30 no-op starts), the
+human-normalised benchmark and the paper's Atari hyperparameters (Table
+G.1)."""
 
+import collections
 import functools
+
+from absl import flags
 
 from atari57 import environment as atari_environment
 from atari57 import scores
 from impala_tf import domain
 from impala_tf import environments
+
+flags.DEFINE_enum('atari_environment', 'vector', ['vector', 'process'],
+                  'Atari training environments: ale-py\'s C++ vector '
+                  'environment, or one process per game (py_process).')
+flags.DEFINE_boolean('full_action_set', None, 'Atari: all 18 actions; '
+                     'default: with several games (their minimal sets '
+                     'differ), else the game\'s minimal set.')
+
+# The suite's configuration: its flags' values (full_action_set decided).
+AtariConfig = collections.namedtuple(
+    'AtariConfig', ['num_action_repeats', 'atari_environment',
+                    'full_action_set'])
+
+
+def _make_config(flag_values, level_names):
+  full_action_set = flag_values.full_action_set
+  if full_action_set is None:
+    full_action_set = len(level_names) > 1
+  elif len(level_names) > 1 and not full_action_set:
+    raise domain.UsageError('several games share one agent, which needs one '
+                            'action set: drop --nofull_action_set')
+  return AtariConfig(flag_values.num_action_repeats,
+                     flag_values.atari_environment, full_action_set)
 
 
 def _environment_info(config, level_name):
@@ -43,6 +70,8 @@ def _training_environments(config, level_names, seed):
 
 
 DOMAIN = domain.Domain(
+    make_config=_make_config,
+    run_defining_flags=('full_action_set',),
     check_level=atari_environment.game_id,
     suites={scores.SUITE: scores.LEVELS},
     benchmark=scores.BENCHMARK,

@@ -163,11 +163,12 @@ def _environment_ceiling(config, seconds, warmup):
   from impala_tf import local_actors  # pylint: disable=g-import-not-at-top
   domain = experiment.domain_of(config.levels[0])
   parts = local_actors.split_evenly(
-      local_actors.assign_levels(config.levels, config.num_actors),
-      config.num_actor_threads)
-  envs = [domain.training_environments(config, names, 10_000 * index)
+      local_actors.assign_levels(config.levels, config.actors.num_actors),
+      config.actors.num_actor_threads)
+  envs = [domain.training_environments(config.suite, names, 10_000 * index)
           for index, names in enumerate(parts)]
-  num_actions = domain.environment_info(config, config.levels[0]).num_actions
+  num_actions = domain.environment_info(config.suite,
+                                        config.levels[0]).num_actions
   counts = [0] * len(envs)
   stop = threading.Event()
 

@@ -1,6 +1,9 @@
-"""Catch as a `Domain`: levels `catch/plain`, `catch/memory` and
-`catch/timing`, the suite `catch_lstm`, and hyperparameters tuned once so
-that the plain game is learned well inside the default budget."""
+"""Catch as a `Domain`, the smallest suite (no flags of its own): levels
+`catch/plain`, `catch/memory` and `catch/timing`, the suite `catch_lstm`,
+and hyperparameters tuned once so that the plain game is learned well
+inside the default budget."""
+
+import collections
 
 import numpy as np
 
@@ -21,6 +24,15 @@ LEVELS = {
 BENCHMARK = scoring.Benchmark(
     'Catch', baselines={level: (-1.0, 1.0) for level in LEVELS},
     statistics={'median': np.median, 'mean': np.mean})
+
+
+# The suite's configuration.
+CatchConfig = collections.namedtuple('CatchConfig', ['num_action_repeats'])
+
+
+def _make_config(flag_values, level_names):
+  del level_names  # Every level takes the same settings.
+  return CatchConfig(flag_values.num_action_repeats)
 
 
 def _environments(config, level_names, seed):
@@ -44,6 +56,8 @@ def _environment_info(config, level_name):
 
 
 DOMAIN = domain.Domain(
+    make_config=_make_config,
+    run_defining_flags=(),
     check_level=_check_level,
     # Levels of one suite must share an observation shape.
     suites={'catch_lstm': ('catch/memory', 'catch/timing')},

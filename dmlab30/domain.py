@@ -1,16 +1,43 @@
-"""DeepMind Lab as a `impala_tf.domain.Domain`: any level the engine has
-(`levels`), the DMLab-30 suite (training levels; test mode plays the
+"""DeepMind Lab as a `impala_tf.domain.Domain`: its flags and configuration,
+any level the engine has (`levels`), the DMLab-30 suite (training levels; test mode plays the
 held-out twins), one DeepMind Lab process per environment, the capped
 human-normalised benchmark and the official DMLab-30 run's hyperparameters
 (Table D.3, scalable_agent's README)."""
 
+import collections
 import functools
+import os
+import tempfile
+
+from absl import flags
 
 from dmlab30 import environment as dmlab_environment
 from dmlab30 import levels
 from dmlab30 import scores
 from impala_tf import domain
 from impala_tf import environments
+
+flags.DEFINE_string('dataset_path', None, 'DMLab: the directory of the '
+                    'Brady-Konkle-Oliva images the psychlab levels need.')
+flags.DEFINE_string('level_cache_dir', os.path.join(
+    tempfile.gettempdir(), 'impala_tf_dmlab_level_cache'), 'DMLab: the '
+    'directory of compiled maps the environments share (scalable_agent\'s '
+    'level cache); empty: compile every map.')
+flags.DEFINE_integer('width', 96, 'DMLab: frame width in pixels.',
+                     lower_bound=1)
+flags.DEFINE_integer('height', 72, 'DMLab: frame height in pixels.',
+                     lower_bound=1)
+
+# The suite's configuration: its flags' values.
+DmLabConfig = collections.namedtuple(
+    'DmLabConfig', ['num_action_repeats', 'dataset_path', 'level_cache_dir',
+                    'width', 'height'])
+
+
+def _make_config(flag_values, level_names):
+  del level_names  # Every level takes the same settings.
+  return DmLabConfig(*(flag_values[name].value
+                       for name in DmLabConfig._fields))
 
 
 def _check_level(level_name):
@@ -47,6 +74,8 @@ def _processes(config, level_names, seed, is_test):
 
 
 DOMAIN = domain.Domain(
+    make_config=_make_config,
+    run_defining_flags=('width', 'height'),
     check_level=_check_level,
     suites={scores.SUITE: scores.TRAIN_LEVELS},
     benchmark=scores.BENCHMARK,

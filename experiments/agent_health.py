@@ -45,8 +45,10 @@ SATURATED = 4.0
 def random_play(config, domain, num_envs, num_steps, seed):
   """[(last actions `[N]`, `EnvOutput` of `[N, ...]`)], one per step of
   uniformly random actions in `num_envs` environments of the first level."""
-  env = domain.test_environments(config, [config.levels[0]] * num_envs, seed)
-  num_actions = domain.environment_info(config, config.levels[0]).num_actions
+  env = domain.test_environments(config.suite,
+                                [config.levels[0]] * num_envs, seed)
+  num_actions = domain.environment_info(config.suite,
+                                        config.levels[0]).num_actions
   rng = np.random.default_rng(seed)
   actions = np.zeros([num_envs], np.int32)
   steps = [(actions, env.reset())]
@@ -126,7 +128,7 @@ def main(argv):
                       config.seed + 7919)
   steps = [(actions, tree.map_structure(tf.convert_to_tensor, env_output))
            for actions, env_output in steps]
-  info = domain.environment_info(config, config.levels[0])
+  info = domain.environment_info(config.suite, config.levels[0])
   for path in paths:
     learner = builders.build_learner(config, info)
     tf.train.Checkpoint(learner=learner).restore(path).expect_partial()

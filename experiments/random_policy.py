@@ -36,9 +36,12 @@ def play(config, print_fn=print):
     list of `environments.FinishedGame`.
   """
   domain = experiment.domain_of(config.levels[0])
-  level_names = local_actors.assign_levels(config.levels, config.num_actors)
-  num_actions = domain.environment_info(config, config.levels[0]).num_actions
-  env = domain.training_environments(config, level_names, config.seed)
+  level_names = local_actors.assign_levels(config.levels,
+                                             config.actors.num_actors)
+  num_actions = domain.environment_info(config.suite,
+                                        config.levels[0]).num_actions
+  env = domain.training_environments(config.suite, level_names,
+                                     config.seed)
   writer = tf.summary.create_file_writer(config.logdir)
   rng = np.random.default_rng(config.seed)
   frames, games = 0, []

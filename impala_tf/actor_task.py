@@ -1,6 +1,8 @@
 """The actor job of a distributed run: its environments act with the newest
 weights the learner gives and send trajectories to it over RPC."""
 
+import functools
+
 from impala_tf import builders
 from impala_tf import cluster as cluster_lib
 from impala_tf import local_actors
@@ -15,9 +17,11 @@ def run_actor_task(config, domain, stop, print_fn=print):
       `connect_timeout_secs`.
   """
   cluster = cluster_lib.Cluster(config.learner_hosts, config.actor_hosts)
-  level_names = local_actors.actor_level_names(config, config.task)
-  info = domain.environment_info(config, config.levels[0])
-  agent = builders.build_agent(config, info)
+  level_names = local_actors.actor_level_names(
+      config.levels, config.actors.num_actors, len(config.actor_hosts),
+      config.task)
+  info = domain.environment_info(config.suite, config.levels[0])
+  agent = builders.build_agent(config.agent, info, config.seed)
   address = cluster_lib.learner_of_actor(cluster, config.task)
   transport = rpc_client.RemoteTransport(
       address, config.task, agent.trainable_variables,
@@ -26,7 +30,9 @@ def run_actor_task(config, domain, stop, print_fn=print):
            f'{len(level_names)} environments of {config.level_name}, '
            f'sending to learner {address}.')
   actors = local_actors.ActorPool.for_levels(
-      config, domain, level_names, agent, transport, transport.add_game,
+      config.actors,
+      functools.partial(domain.training_environments, config.suite),
+      level_names, agent, transport, transport.add_game,
       seed=config.seed * 1_000_003 + 7_919 * (config.task + 1))
   try:
     _report_until_done(config, transport, stop, address, print_fn)

@@ -38,6 +38,10 @@ Unrolled = collections.namedtuple(
 
 TORSOS = ('shallow', 'deep')
 CORES = ('lstm', 'feedforward')
+
+# Which agent a run trains: the torso (one of TORSOS) and the core (one of
+# CORES).
+AgentSpec = collections.namedtuple('AgentSpec', ['torso', 'core'])
 CORE_SIZE = 256
 
 

@@ -5,16 +5,16 @@ a run whose network or levels differ."""
 import json
 import os
 import re
+import time
 
 import tensorflow as tf
 
 from impala_tf import output_files
 from impala_tf.domain import UsageError
 
-# The settings a checkpoint's network and run depend on; a resumed run must
-# keep them.
-RUN_DEFINING_FLAGS = ('level_name', 'agent', 'core', 'full_action_set',
-                      'num_action_repeats', 'width', 'height')
+# The settings a checkpoint's network and run depend on, with the suite's
+# own (its Domain.run_defining_flags); a resumed run must keep them.
+RUN_DEFINING_FLAGS = ('level_name', 'agent', 'core', 'num_action_repeats')
 MAX_TO_KEEP = 3
 
 
@@ -58,6 +58,42 @@ def save(checkpoint_manager, checkpoint_number):
     raise CheckpointWriteError(
         f'cannot write a checkpoint in {checkpoint_manager.directory}: '
         f'{cause}') from None
+
+
+class Schedule:
+  """When the first learner writes checkpoints: every `interval_secs` while
+  training, and at the end unless the newest already holds that state
+  (TensorFlow rewrites a checkpoint's index file in place, and a kill then
+  would lose it). Other learners write none."""
+
+  def __init__(self, checkpoint_manager, interval_secs, is_chief,
+               restored_updates):
+    """`restored_updates`: the update count of the checkpoint restored, or
+    None."""
+    self._manager = checkpoint_manager
+    self._interval_secs = interval_secs
+    self._is_chief = is_chief
+    self._saved_updates = restored_updates
+    self._last_save = time.monotonic()
+
+  @property
+  def latest(self):
+    """The newest checkpoint's path; None on other learners."""
+    return self._manager.latest_checkpoint if self._is_chief else None
+
+  def save_if_due(self, num_updates):
+    if time.monotonic() - self._last_save > self._interval_secs:
+      self._save(num_updates)
+
+  def save_final(self, num_updates):
+    if num_updates != self._saved_updates:
+      self._save(num_updates)
+
+  def _save(self, num_updates):
+    if self._is_chief:
+      save(self._manager, num_updates)
+      self._saved_updates = num_updates
+    self._last_save = time.monotonic()
 
 
 def manager(learner, logdir):
@@ -109,17 +145,17 @@ def restore_for_test(learner, logdir):
   return latest
 
 
-def check_resumable(config):
-  """Writes the run's settings on the first start; refuses to resume a run
-  in `logdir` whose network or level differ."""
+def check_resumable(config, suite_run_defining_flags):
+  """Writes the run's settings (`config.flags`) on the first start; refuses
+  to resume a run in `logdir` whose network or level differ (the flags of
+  `RUN_DEFINING_FLAGS` and `suite_run_defining_flags`)."""
   path = os.path.join(config.logdir, 'flags.json')
-  settings = {name: value for name, value in config._asdict().items()
-              if name != 'levels'}
+  settings = config.flags
   if os.path.exists(path):
     with open(path) as f:
       saved = json.load(f)
     # Runs saved before a flag existed ran with its default.
-    changed = [name for name in RUN_DEFINING_FLAGS
+    changed = [name for name in RUN_DEFINING_FLAGS + suite_run_defining_flags
                if name in saved and saved[name] != settings[name]]
     if changed:
       raise UsageError(

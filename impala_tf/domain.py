@@ -3,10 +3,13 @@ machinery: the interface each suite's `domain.py` implements, the run's
 configuration errors, and level names resolved through a registry of
 suites by level prefix (`atari/`, `dmlab/`).
 
-The library never imports a suite; `experiment.py` owns the registry.
+A suite is a folder whose `domain.py` defines its own flags and a `DOMAIN`;
+the library never imports one: `experiment.py` owns the registry, a line
+per suite, and loads it with `load_domains`.
 """
 
 import collections
+import importlib
 
 
 class UsageError(Exception):
@@ -21,18 +24,29 @@ Domain = collections.namedtuple(
         # unset (the paper's values for the suite), but
         # total_environment_frames is (number of levels) -> frames.
         'defaults',
+        # (flag_values, level_names) -> the suite's own configuration: a
+        # namedtuple of its flags' values (fields named as the flags) and
+        # num_action_repeats; UsageError for a bad combination.
+        'make_config',
+        # The suite's flags a checkpoint depends on: a resumed run keeps
+        # them.
+        'run_defining_flags',
         # (level_name) -> None; ValueError if unknown, ImportError if its
         # environment is not installed.
         'check_level',
         'suites',  # {suite name: level names}, e.g. atari57.
         'benchmark',  # scoring.Benchmark for human-normalised scores, or None.
-        'environment_info',  # (config, level_name) -> EnvironmentInfo.
-        # (config, level_names, seed) -> BatchedEnvironment for training.
+        # (suite_config, level_name) -> EnvironmentInfo; suite_config is
+        # what make_config returned.
+        'environment_info',
+        # (suite_config, level_names, seed) -> BatchedEnvironment for
+        # training.
         'training_environments',
         # (level_name) -> the level test mode plays for it (DMLab-30 tests
         # two training levels on held-out twins).
         'test_level',
-        # (config, level_names, seed) -> BatchedEnvironment for test mode.
+        # (suite_config, level_names, seed) -> BatchedEnvironment for test
+        # mode.
         'test_environments',
     ])
 
@@ -44,6 +58,13 @@ EnvironmentInfo = collections.namedtuple(
         'frame_shape',  # (H, W, C) of the uint8 frames.
         'instruction_length',  # L of the instructions' word ids; 0: none.
     ])
+
+
+def load_domains(modules):
+  """{prefix: Domain} from {prefix: module name}, each module a suite's
+  `domain.py` (importing it defines the suite's flags)."""
+  return {prefix: importlib.import_module(module).DOMAIN
+          for prefix, module in modules.items()}
 
 
 def domain_of(level_name, domains):

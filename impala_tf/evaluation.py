@@ -33,7 +33,7 @@ def evaluate(config, domain, print_fn=print):
   except FileExistsError as error:
     raise UsageError(error) from None
   learner = builders.build_learner(
-      config, domain.environment_info(config, config.levels[0]))
+      config, domain.environment_info(config.suite, config.levels[0]))
   latest = checkpointing.restore_for_test(learner, config.logdir)
   returns = _play(config, domain, levels, learner.agent, latest, print_fn)
   per_level = {
@@ -66,9 +66,10 @@ def _play(config, domain, levels, agent, checkpoint, print_fn):
   # At most --num_actors environments (processes) in all, at least one per
   # level.
   envs_per_level = max(1, min(config.test_num_episodes,
-                              config.num_actors // len(levels)))
+                              config.actors.num_actors // len(levels)))
   level_names = [level for level in levels for _ in range(envs_per_level)]
-  env = domain.test_environments(config, level_names, config.seed + 7919)
+  env = domain.test_environments(config.suite, level_names,
+                                config.seed + 7919)
   policy = actor_lib.Policy(agent, dynamic_batching_enabled=False)
   # Each environment plays a fixed number of games, so short games are not
   # over-represented.

@@ -1,6 +1,7 @@
 """Actors in threads of this process: which levels they play, and the
 pool of their environments, threads and shared policy."""
 
+import collections
 import threading
 import time
 
@@ -8,6 +9,20 @@ import numpy as np
 import tensorflow as tf
 
 from impala_tf import actor as actor_lib
+
+
+# The actors' configuration.
+ActorSettings = collections.namedtuple(
+    'ActorSettings',
+    [
+        'num_actors',  # Environments acting, over all actor tasks.
+        'num_actor_threads',  # Threads per process; each steps a batch.
+        'unroll_length',  # T of a trajectory.
+        'dynamic_batching',  # Merge the threads' inference calls.
+        'inference_min_batch_size',  # Dynamic batching's minimum rows.
+        'inference_timeout_ms',  # Its longest wait for them.
+        'actor_hang_secs',  # A thread without a step this long: an error.
+    ])
 
 
 def assign_levels(levels, num_actors):
@@ -21,12 +36,11 @@ def split_evenly(items, parts):
   return [items[start:end] for start, end in zip(bounds[:-1], bounds[1:])]
 
 
-def actor_level_names(config, task):
-  """The levels actor task `task` plays: its share of the `num_actors`
-  environments, whose levels go round-robin over all of them."""
-  all_level_names = assign_levels(config.levels, config.num_actors)
-  shares = split_evenly(all_level_names, len(config.actor_hosts))
-  return shares[task]
+def actor_level_names(levels, num_actors, num_tasks, task):
+  """The levels actor task `task` of `num_tasks` plays: its share of the
+  `num_actors` environments, whose levels go round-robin over all of
+  them."""
+  return split_evenly(assign_levels(levels, num_actors), num_tasks)[task]
 
 
 class ActorPool:
@@ -36,8 +50,8 @@ class ActorPool:
   An actor's crash, or a hang of more than `hang_secs` without a step while
   not waiting on the learner, closes the transport and is re-raised by
   `check`. It lives here, not in actor.py, beside the level assignment it
-  serves: it alone knows configurations and suites (`for_levels`), which
-  `Actor` and `Policy` stay free of.
+  serves: it alone knows the actors' settings (`for_levels`), which `Actor`
+  and `Policy` stay free of.
   """
 
   WATCH_SECONDS = 1.0  # How often the watchdog looks.
@@ -84,21 +98,29 @@ class ActorPool:
       thread.start()
 
   @classmethod
-  def for_levels(cls, config, domain, level_names, agent, transport,
-                 on_finished_game, seed):
-    """Actors for `level_names` in `num_actor_threads` threads, with the
-    suite's training environments and the configuration's settings."""
+  def for_levels(cls, settings, make_environments, level_names, agent,
+                 transport, on_finished_game, seed):
+    """Actors for `level_names` in `num_actor_threads` threads.
+
+    Args:
+      settings: `ActorSettings`.
+      make_environments: (level_names, seed) -> a BatchedEnvironment, the
+        suite's training environments.
+      level_names: one per environment.
+      agent, transport, on_finished_game: as `__init__`'s.
+      seed: of the first thread's environments.
+    """
     environments = [
-        domain.training_environments(config, names, seed + 10_000 * index)
+        make_environments(names, seed + 10_000 * index)
         for index, names in enumerate(
-            split_evenly(level_names, min(config.num_actor_threads,
+            split_evenly(level_names, min(settings.num_actor_threads,
                                           len(level_names))))
     ]
-    return cls(environments, agent, transport, config.unroll_length,
-               on_finished_game, hang_secs=config.actor_hang_secs,
-               dynamic_batching_enabled=config.dynamic_batching,
-               minimum_batch_size=config.inference_min_batch_size,
-               timeout_ms=config.inference_timeout_ms)
+    return cls(environments, agent, transport, settings.unroll_length,
+               on_finished_game, hang_secs=settings.actor_hang_secs,
+               dynamic_batching_enabled=settings.dynamic_batching,
+               minimum_batch_size=settings.inference_min_batch_size,
+               timeout_ms=settings.inference_timeout_ms)
 
   @property
   def num_threads(self):

@@ -27,7 +27,8 @@ class AgentHealthTest(tf.test.TestCase):
                                   logdir=self.create_tempdir().full_path)
     domain = experiment.domain_of('catch/plain')
     agent = builders.build_agent(
-        config, domain.environment_info(config, 'catch/plain'))
+        config.agent, domain.environment_info(config.suite, 'catch/plain'),
+        config.seed)
     steps = agent_health.random_play(config, domain, num_envs=4,
                                      num_steps=30, seed=1)
     return agent, steps

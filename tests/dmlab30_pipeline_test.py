@@ -118,12 +118,13 @@ class DmLab30PipelineTest(tf.test.TestCase):
     self.assertEqual(
         ('lstm', 100, 10**10, 'soft_asymmetric', 0.0033391318945337044,
          0.00031866995608948655, 0.1, 0.0),
-        (config.core, config.unroll_length, config.total_environment_frames,
-         config.reward_clipping, config.entropy_cost, config.learning_rate,
-         config.epsilon, config.max_grad_norm))
+        (config.agent.core, config.actors.unroll_length,
+         config.total_environment_frames, config.learner.reward_clipping,
+         config.learner.entropy_cost, config.learner.learning_rate,
+         config.learner.epsilon, config.learner.max_grad_norm))
     single = pipeline_util.config(level_name='dmlab/rooms_watermaze')
     self.assertEqual(10**9, single.total_environment_frames)
-    info = experiment.DOMAINS['dmlab'].environment_info(single, None)
+    info = experiment.DOMAINS['dmlab'].environment_info(single.suite, None)
     agent = builders.build_learner(single, info).agent
     self.assertIsNotNone(agent.instruction_encoder)
     self.assertEqual((72, 96, 3), agent.observation_shape)

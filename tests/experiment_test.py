@@ -149,14 +149,14 @@ class ExperimentTest(tf.test.TestCase):
     # The edges of each range are allowed.
     config = pipeline_util.config(discounting=1.0, entropy_cost=0.0,
                                   momentum=0.0, max_grad_norm=0.0)
-    self.assertEqual(1.0, config.discounting)
+    self.assertEqual(1.0, config.learner.discounting)
 
   def test_the_learning_rate_anneals_over_the_run_unless_told(self):
     config = pipeline_util.config(total_environment_frames=1e6)
-    self.assertEqual(1_000_000, config.learning_rate_anneal_frames)
+    self.assertEqual(1_000_000, config.learner.learning_rate_anneal_frames)
     config = pipeline_util.config(total_environment_frames=1e6,
                                   learning_rate_anneal_frames=4e6)
-    self.assertEqual(4_000_000, config.learning_rate_anneal_frames)
+    self.assertEqual(4_000_000, config.learner.learning_rate_anneal_frames)
     self.assertEqual(1_000_000, config.total_environment_frames)
 
   def test_an_unwritable_logdir_is_one_line(self):

@@ -38,17 +38,17 @@ class FlagFilesTest(tf.test.TestCase):
       flags.FLAGS(['experiment.py'] + argv)
       config = experiment.make_config(flags.FLAGS)
     self.assertEqual(8, config.batch_size)
-    self.assertEqual(1e-5, config.epsilon)
-    self.assertEqual(1e-3, config.learning_rate)
+    self.assertEqual(1e-5, config.learner.epsilon)
+    self.assertEqual(1e-3, config.learner.learning_rate)
     self.assertEqual(10_000_000, config.total_environment_frames)
-    self.assertEqual(20_000_000, config.learning_rate_anneal_frames)
-    self.assertEqual(0.003, config.entropy_cost)
-    self.assertEqual(16, config.num_actors)
+    self.assertEqual(20_000_000, config.learner.learning_rate_anneal_frames)
+    self.assertEqual(0.003, config.learner.entropy_cost)
+    self.assertEqual(16, config.actors.num_actors)
     self.assertEqual(0.75, config.replay_proportion)
     self.assertEqual(10_000, config.replay_capacity)  # The paper's.
     # What the preset leaves alone stays the paper's (Table G.1).
-    self.assertEqual(20, config.unroll_length)
-    self.assertEqual(40.0, config.max_grad_norm)
+    self.assertEqual(20, config.actors.unroll_length)
+    self.assertEqual(40.0, config.learner.max_grad_norm)
 
 
 if __name__ == '__main__':

@@ -120,7 +120,7 @@ class MultitaskTest(tf.test.TestCase):
         (dict(level_name='catch/memory,catch/typo'), 'unknown Catch level'),
         (dict(level_name='catch_lstm,'), "unknown level ''"),
         (dict(level_name='catch_lstm', num_actors=1), 'fewer than the 2'),
-        (dict(level_name='catch_lstm', full_action_set=False),
+        (dict(level_name='atari/pong,atari/boxing', full_action_set=False),
          'one action set'),
     ]:
       with self.assertRaisesRegex(experiment.UsageError, message,
@@ -128,7 +128,11 @@ class MultitaskTest(tf.test.TestCase):
         pipeline_util.config(**overrides)
     config = pipeline_util.config(level_name='catch/memory, catch/timing')
     self.assertEqual(['catch/memory', 'catch/timing'], config.levels)
-    self.assertTrue(config.full_action_set)
+    # Atari games' minimal action sets differ: several share the full one.
+    self.assertTrue(pipeline_util.config(
+        level_name='atari/pong,atari/boxing').suite.full_action_set)
+    self.assertFalse(pipeline_util.config(
+        level_name='atari/pong').suite.full_action_set)
     # Unset, the frame budget is the domain's per level.
     self.assertEqual(2 * 100_000, config.total_environment_frames)
 

@@ -8,9 +8,9 @@ import tensorflow as tf
 
 from impala_tf import agents
 from impala_tf import curves
+from impala_tf import learner_loop
 from impala_tf import replay
 from impala_tf import staging
-from impala_tf import training
 from impala_tf import trajectory as trajectory_lib
 from impala_tf import transport as transport_lib
 from impala_tf import weight_delay
@@ -124,9 +124,9 @@ class ReplayedMarkTest(tf.test.TestCase):
         level_name=None, policy_version=np.array([10, 2, 9, 3, 8]),
         replayed=np.array([False, True, False, True, False]),
         agent_state=None, env_outputs=None, agent_outputs=None)
-    self.assertEqual((2.0, 8.5), training.batch_lags(11, batch))
+    self.assertEqual((2.0, 8.5), learner_loop.batch_lags(11, batch))
     only_new = batch._replace(replayed=np.zeros([5], bool))
-    self.assertEqual((4.6, None), training.batch_lags(11, only_new))
+    self.assertEqual((4.6, None), learner_loop.batch_lags(11, only_new))
 
 
 class ReplayedLagTest(tf.test.TestCase):
