@@ -22,6 +22,7 @@ domain.py); launch.py runs a distributed job on this machine.
 """
 
 import collections
+import math
 import os
 import signal
 import sys
@@ -41,6 +42,7 @@ from impala_tf import domain as domain_lib
 from impala_tf import evaluation
 from impala_tf import learner as learner_lib
 from impala_tf import local_actors
+from impala_tf import pbt
 from impala_tf import rpc_client
 from impala_tf import training
 from impala_tf.domain import UsageError
@@ -137,6 +139,30 @@ flags.DEFINE_integer('actor_hang_secs', 300, 'An actor thread that '
 flags.DEFINE_integer('actor_silence_secs', 30, 'A learner logs an actor '
                      'task that sent nothing for this long as lost.',
                      lower_bound=1)
+# Population-based training (the paper's Appendix F; impala_tf/pbt.py):
+# this run as one member of a population. population.py starts one.
+flags.DEFINE_string('pbt_dir', '', 'The population\'s shared directory '
+                    '(a path or a bucket); empty: not a member.')
+flags.DEFINE_integer('pbt_member', 0, 'This member\'s index.',
+                     lower_bound=0)
+flags.DEFINE_list('pbt_evolve', list(learner_lib.EVOLVING), 'The '
+                  'hyperparameters that evolve (max_grad_norm only where '
+                  'the run clips). Those not given as flags start from '
+                  'Table D.1\'s distributions.')
+flags.DEFINE_float('pbt_burn_in_frames', 2e7, 'Frames before the first '
+                   'change (the paper: 20M).', lower_bound=0)
+flags.DEFINE_integer('pbt_ready_episodes', 5000, 'Games between a '
+                     'member\'s changes (the paper: 5,000).', lower_bound=1)
+flags.DEFINE_float('pbt_exploit_threshold', 5.0, 'How much higher (in '
+                   'absolute fitness: percentage points of the capped mean '
+                   'human-normalised score with several levels, return '
+                   'with one) another member must be to be copied (the '
+                   'paper: 5%).', lower_bound=0)
+flags.DEFINE_float('pbt_perturb_probability', 1 / 3, 'Each evolving '
+                   'hyperparameter\'s chance to change at a member\'s '
+                   'turn (the paper: 1/3).', lower_bound=0, upper_bound=1)
+flags.DEFINE_float('pbt_perturb_factor', 1.2, 'A change multiplies by this '
+                   'or its inverse (the paper: 1.2).', lower_bound=1)
 # This implementation's own flags.
 flags.DEFINE_boolean('dynamic_batching', False, 'Merge the actor threads\' '
                      'inference calls into one forward pass: pays with many '
@@ -189,6 +215,11 @@ Config = collections.namedtuple(
         'learner',  # learner.LearnerHParams.
         'actors',  # local_actors.ActorSettings.
         'suite',  # The suite's own configuration (its Domain.make_config).
+        # pbt.PbtSettings with --pbt_dir, else None.
+        'pbt',
+        # The evolving hyperparameters a fresh member draws from Table D.1:
+        # those not given as flags.
+        'pbt_sampled',
         # {flag name: value} of every setting above, defaults filled in: what
         # flags.json keeps.
         'flags',
@@ -218,12 +249,40 @@ def make_config(flag_values, domains=None):
     raise UsageError(error) from None
   return Config(
       levels=levels, suite=suite, flags=settings,
+      pbt=_pbt_settings(settings),
+      pbt_sampled=tuple(name for name in settings['pbt_evolve']
+                        if not flag_values[name].present),
       agent=_part(agents.AgentSpec, settings, torso=settings['agent']),
       learner=_part(learner_lib.LearnerHParams, settings),
       actors=_part(local_actors.ActorSettings, settings),
       **{name: settings[name] for name in Config._fields
          if name not in ('levels', 'suite', 'flags', 'agent', 'learner',
-                         'actors')})
+                         'actors', 'pbt', 'pbt_sampled')})
+
+
+def _pbt_settings(settings):
+  """This member's `pbt.PbtSettings`, or None outside a population."""
+  if not settings['pbt_dir']:
+    return None
+  unknown = set(settings['pbt_evolve']) - set(learner_lib.EVOLVING)
+  if unknown:
+    raise UsageError(f'--pbt_evolve names {", ".join(sorted(unknown))}; '
+                     f'it takes {", ".join(learner_lib.EVOLVING)}')
+  for name in ('pbt_burn_in_frames', 'pbt_exploit_threshold',
+               'pbt_perturb_probability', 'pbt_perturb_factor'):
+    if math.isnan(settings[name]):
+      raise UsageError(f'--{name}=nan is out of range: it must be a number')
+  if len(settings['learner_hosts']) > 1:
+    raise UsageError('a population member trains with one learner: drop '
+                     'the other --learner_hosts')
+  return pbt.PbtSettings(
+      pbt_dir=settings['pbt_dir'], member=settings['pbt_member'],
+      evolve=tuple(settings['pbt_evolve']),
+      burn_in_frames=settings['pbt_burn_in_frames'],
+      ready_episodes=settings['pbt_ready_episodes'],
+      exploit_threshold=settings['pbt_exploit_threshold'],
+      perturb_probability=settings['pbt_perturb_probability'],
+      perturb_factor=settings['pbt_perturb_factor'])
 
 
 def _settings(flag_values, domain, num_levels):

@@ -15,15 +15,14 @@ themselves. Ctrl-C stops them all (the learner writes a checkpoint).
 
 import os
 import signal
-import subprocess
 import sys
 import threading
-import time
 
 from absl import app
 from absl import flags
 
 import experiment
+from impala_tf import child_processes
 from impala_tf import cluster as cluster_lib
 
 flags.DEFINE_integer('num_learners', 1, 'Synchronous learner processes.',
@@ -40,47 +39,6 @@ FLAGS = flags.FLAGS
 
 LAUNCHER_FLAGS = ('num_learners', 'num_actor_tasks', 'base_port',
                   'max_restarts')
-STOP_GRACE_SECS = 60  # For the learner's last checkpoint.
-
-
-class Task:
-  """One experiment.py process, restarted when it dies."""
-
-  def __init__(self, job_name, index, argv, log_path, echo):
-    self.job_name = job_name
-    self.index = index
-    self._argv = argv
-    self._log_path = log_path
-    self._echo = echo
-    self.restarts = 0
-    self.process = None
-
-  @property
-  def name(self):
-    return f'{self.job_name} {self.index}'
-
-  def start(self):
-    log = open(self._log_path, 'ab')  # pylint: disable=consider-using-with
-    # A session of its own: Ctrl-C reaches the launcher, which stops the
-    # tasks in order.
-    self.process = subprocess.Popen(
-        self._argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True)
-    threading.Thread(target=self._copy, args=(self.process, log),
-                     daemon=True).start()
-
-  def _copy(self, process, log):
-    for line in process.stdout:
-      log.write(line)
-      log.flush()
-      if self._echo:
-        sys.stdout.buffer.write(line)
-        sys.stdout.flush()
-    log.close()
-
-  def signal(self, signum):
-    if self.process and self.process.poll() is None:
-      self.process.send_signal(signum)
 
 
 def _launch(argv):
@@ -106,13 +64,13 @@ def _launch(argv):
   signal.signal(signal.SIGINT, request_stop)
   signal.signal(signal.SIGTERM, request_stop)
   status = _supervise(tasks, stop)
-  _stop_all(tasks)
+  child_processes.stop_all(tasks)
   print('launch: all tasks stopped.', flush=True)
   return status
 
 
 def _tasks(log_dir):
-  """The learner and actor `Task`s, on free loopback ports."""
+  """The learner and actor processes, on free loopback ports."""
   learner_ports, actor_ports = _ports()
   forwarded = [arg for arg in sys.argv[1:] if not any(
       arg.lstrip('-').split('=')[0] in (name, 'no' + name)
@@ -128,11 +86,12 @@ def _tasks(log_dir):
         f'{FLAGS.num_actor_tasks} actor task(s); logs in {log_dir}.',
         flush=True)
   return [
-      Task(job_name, index,
-           [sys.executable, script] + forwarded + cluster +
-           [f'--job_name={job_name}', f'--task={index}'],
-           os.path.join(log_dir, f'{job_name}_{index}.log'),
-           echo=(job_name, index) == ('learner', 0))
+      child_processes.ChildProcess(
+          f'{job_name} {index}',
+          [sys.executable, script] + forwarded + cluster +
+          [f'--job_name={job_name}', f'--task={index}'],
+          os.path.join(log_dir, f'{job_name}_{index}.log'),
+          echo=(job_name, index) == ('learner', 0))
       for job_name, count in (('learner', FLAGS.num_learners),
                               ('actor', FLAGS.num_actor_tasks))
       for index in range(count)
@@ -159,37 +118,15 @@ def _ports():
 def _supervise(tasks, stop):
   """Restarts tasks that die until the learners finish or `stop` is set;
   returns the exit status (1: a task died too often)."""
-  learners = [task for task in tasks if task.job_name == 'learner']
+  learners = tasks[:FLAGS.num_learners]
   while not stop.wait(0.5):
     if all(task.process.poll() == 0 for task in learners):
       return 0  # Training done.
-    for task in tasks:
-      code = task.process.poll()
-      if code is None or (code == 0 and task.job_name == 'actor'):
-        continue
-      if task.restarts >= FLAGS.max_restarts:
-        print(f'launch: {task.name} exited ({code}) {task.restarts} times; '
-              'stopping.', flush=True)
-        return 1
-      task.restarts += 1
-      print(f'launch: {task.name} exited ({code}); starting it again '
-            f'({task.restarts} of {FLAGS.max_restarts}).', flush=True)
-      task.start()
+    if not child_processes.restart_dead(
+        tasks, FLAGS.max_restarts, lambda line: print(f'launch: {line}',
+                                                      flush=True)):
+      return 1
   return 0
-
-
-def _stop_all(tasks):
-  """Stops every task at once, as a terminal's Ctrl-C would: actors stopped
-  after their learner would wait out the timeouts of calls to it."""
-  for task in tasks:
-    task.signal(signal.SIGINT)
-  deadline = time.monotonic() + STOP_GRACE_SECS
-  for task in tasks:
-    try:
-      task.process.wait(max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-      task.process.kill()
-      task.process.wait()
 
 
 def main(argv):

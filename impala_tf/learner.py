@@ -33,6 +33,10 @@ LearnerHParams = collections.namedtuple(
     ])
 
 
+# The hyperparameters a learner keeps in variables, which population-based
+# training changes as it runs (impala_tf/pbt.py).
+EVOLVING = ('learning_rate', 'entropy_cost', 'epsilon', 'max_grad_norm')
+
 # Each numeric hyperparameter's allowed range: (description, test).
 HPARAM_RANGES = {
     'learning_rate': ('> 0', lambda x: x > 0),
@@ -144,8 +148,17 @@ class Learner(tf.Module):
     self.agent = agent
     self.hparams = hparams
     with self.name_scope:
+      # Hyperparameters population-based training evolves: variables, so
+      # that a change needs no retracing and checkpoints keep them. The
+      # clipping threshold only where the run clips.
+      self.evolving = {
+          name: tf.Variable(float(getattr(hparams, name)), trainable=False,
+                            name=name)
+          for name in EVOLVING if name != 'max_grad_norm' or
+          hparams.max_grad_norm
+      }
       self.optimizer = RMSProp(agent.trainable_variables, hparams.decay,
-                               hparams.momentum, hparams.epsilon)
+                               hparams.momentum, self.evolving['epsilon'])
       self.num_environment_frames = tf.Variable(
           0, dtype=tf.int64, trainable=False, name='num_environment_frames')
       self.num_updates = tf.Variable(
@@ -172,12 +185,24 @@ class Learner(tf.Module):
     return self._compiled_step(
         *[getattr(trajectory, field) for field in trajectory_lib.LEARNER_FIELDS])
 
+  def hparam_values(self):
+    """{name: value} of the evolving hyperparameters."""
+    return {name: float(variable.numpy())
+            for name, variable in self.evolving.items()}
+
+  def assign_hparams(self, values):
+    """Sets evolving hyperparameters from `values` ({name: value}); names
+    this learner does not evolve are left out."""
+    for name, value in values.items():
+      if name in self.evolving:
+        self.evolving[name].assign(value)
+
   def learning_rate(self):
-    """The initial rate annealed linearly to 0 over the anneal frames,
+    """The current rate annealed linearly to 0 over the anneal frames,
     then 0."""
     total = float(self.hparams.learning_rate_anneal_frames)
     done = tf.minimum(tf.cast(self.num_environment_frames, tf.float32), total)
-    return self.hparams.learning_rate * (1.0 - done / total)
+    return self.evolving['learning_rate'] * (1.0 - done / total)
 
   def loss(self, trajectory):
     """The summed IMPALA loss of a batch.
@@ -219,7 +244,7 @@ class Learner(tf.Module):
     entropy_loss = losses.entropy_loss(target_logits)
     total_loss = (
         policy_gradient_loss + hparams.baseline_cost * baseline_loss +
-        hparams.entropy_cost * entropy_loss)
+        self.evolving['entropy_cost'] * entropy_loss)
     num_steps = tf.cast(tf.size(values), tf.float32)
     return total_loss, {
         'baseline_explained_variance': explained_variance(
@@ -256,9 +281,9 @@ class Learner(tf.Module):
     """Clips and applies the gradients; counts the frames and the update."""
     learning_rate = self.learning_rate()
     gradient_norm = tf.linalg.global_norm(gradients)
-    if self.hparams.max_grad_norm:
+    if 'max_grad_norm' in self.evolving:
       gradients, _ = tf.clip_by_global_norm(
-          gradients, self.hparams.max_grad_norm, use_norm=gradient_norm)
+          gradients, self.evolving['max_grad_norm'], use_norm=gradient_norm)
     step_norm = self.optimizer.apply(
         gradients, self.agent.trainable_variables, learning_rate)
     self.num_environment_frames.assign_add(frames)

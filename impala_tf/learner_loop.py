@@ -6,7 +6,8 @@ learners synchronise is wired in `training.py`.
   while frames < total_frames and no learner is asked to stop:
     batch = batches.get()          # Staged: already on the device.
     learner.train_step(batch)
-    after_update(num_updates)      # e.g. delayed weights for the actors.
+    for callback in after_update:  # Delayed weights, a PBT member.
+      callback(num_updates)
     reporter.after_update(...)     # Games, progress line, summaries.
     schedule.save_if_due(num_updates)
 """
@@ -112,10 +113,12 @@ class Reporter:
   def finish(self, frames, num_updates, finished, checkpoint):
     """The status at the end; the recent returns and their summary."""
     self._writer.flush()
+    recent_means = self._game_log.recent_means()
     self._status.update(state='finished' if finished else 'stopped',
                         frames=frames, updates=num_updates,
-                        checkpoint=checkpoint)
-    recent_means = self._game_log.recent_means()
+                        checkpoint=checkpoint,
+                        recent_returns={level: mean for level, (_, mean)
+                                        in recent_means.items()})
     return {
         'recent_returns': recent_means,
         'human_normalized': progress.human_normalized_summary(
@@ -134,7 +137,8 @@ class LearnerLoop:
       total_frames: the frame budget.
       reporter: a `Reporter`.
       schedule: a `checkpointing.Schedule`.
-      after_update: called with the update count after each update.
+      after_update: callables, each called with the update count after
+        each update.
     """
     self._learner = learner
     self._batches = batches
@@ -161,7 +165,8 @@ class LearnerLoop:
       self._reporter.record_lags(self.num_updates, batch)
       self.stats = self._learner.train_step(batch)
       self.num_updates += 1
-      self._after_update(self.num_updates)
+      for callback in self._after_update:
+        callback(self.num_updates)
       self.frames = int(self._learner.num_environment_frames.numpy())
       self._reporter.after_update(self.frames, self.num_updates, self.stats)
       self._schedule.save_if_due(self.num_updates)

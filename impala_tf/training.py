@@ -16,6 +16,7 @@ from impala_tf import checkpointing
 from impala_tf import cluster as cluster_lib
 from impala_tf import learner_loop
 from impala_tf import local_actors
+from impala_tf import pbt
 from impala_tf import progress
 from impala_tf import replay
 from impala_tf import rpc_service
@@ -60,12 +61,14 @@ def train(config, domain, stop=None, print_fn=print):
   # weights.
   manager = checkpointing.manager(learner, config.logdir)
   restored, status = _restore(config, learner, manager, is_chief, print_fn)
+  game_log = progress.GameLog()
+  member = _population_member(config, domain, learner, game_log, restored,
+                              print_fn)
   learner.broadcast_from_first()
   num_updates = int(learner.num_updates.numpy())
   # Fresh random streams after a restart, not a replay of the first run's.
   tf.random.set_seed(config.seed + num_updates)
   replay_mib = _replay_size_mib(config, learner.agent, info)
-  game_log = progress.GameLog()
   experience = _experience(config, domain, learner, info, game_log,
                            config.seed * 1_000_003 + num_updates, print_fn)
   batches = _batches_from(config, experience, num_updates)
@@ -78,7 +81,8 @@ def train(config, domain, stop=None, print_fn=print):
       config.total_environment_frames,
       _reporter(config, domain, game_log, status, is_chief, batches.fill,
                 print_fn),
-      schedule, experience.after_update)
+      schedule,
+      [experience.after_update] + ([member.after_update] if member else []))
   print_fn(_start_line(config, info, experience.description, batch_size,
                        replay_mib))
   try:
@@ -98,6 +102,20 @@ def train(config, domain, stop=None, print_fn=print):
       '; weights fingerprint '
       f'{learner_loop.weights_fingerprint(learner.agent):.6f}.')
   return loop.results()
+
+
+def _population_member(config, domain, learner, game_log, restored,
+                       print_fn):
+  """This run's `pbt.Member`, started (a fresh one draws its
+  hyperparameters); None outside a population, where the flags' values
+  hold, also over a resumed checkpoint's."""
+  if config.pbt is None:
+    learner.assign_hparams(config.learner._asdict())
+    return None
+  member = pbt.Member(config.pbt, learner, game_log, config.levels,
+                      domain.benchmark, print_fn)
+  member.start(resumed=bool(restored), sampled=config.pbt_sampled)
+  return member
 
 
 def _device():
@@ -155,6 +173,8 @@ def _start_line(config, info, experience_description, batch_size,
   replay_part = (f', replay {config.replay_proportion:.0%} of each batch '
                  f'from up to {config.replay_capacity:,} trajectories '
                  f'({replay_mib:,.0f} MiB)' if replay_mib is not None else '')
+  pbt_part = (f', PBT member {config.pbt.member} of {config.pbt.pbt_dir}'
+              if config.pbt else '')
   return (f'Training {config.agent.torso} {config.agent.core} agent on '
           f'{config.level_name} ({len(config.levels)} level'
           f'{"s" if len(config.levels) > 1 else ""}, {info.num_actions} '
@@ -162,7 +182,7 @@ def _start_line(config, info, experience_description, batch_size,
           f'unroll {config.actors.unroll_length}, '
           f'{config.total_environment_frames:,} frames, '
           f'{config.learner.off_policy_correction} correction'
-          f'{replay_part}; '
+          f'{replay_part}{pbt_part}; '
           f'logdir {config.logdir}.')
 
 
