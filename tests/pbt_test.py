@@ -13,6 +13,7 @@ from absl.testing import flagsaver
 import numpy as np
 import tensorflow as tf
 
+from dmlab30 import scores as dmlab_scores
 import experiment
 from impala_tf import builders
 from impala_tf import environments
@@ -136,6 +137,22 @@ class FlagsTest(tf.test.TestCase):
                                   msg=overrides):
         pipeline_util.config(level_name=LEVEL, pbt_dir='/tmp/pop',
                              **overrides)
+
+
+class DmLabFitnessTest(tf.test.TestCase):
+
+  def test_dmlab30_fitness_is_the_papers_capped_mean(self):
+    # A third of the levels at twice the human margin (200%, capped to
+    # 100%), a third at random play (0%), a third half-way (50%): 50%.
+    benchmark = experiment.DOMAINS['dmlab'].benchmark
+    levels = list(dmlab_scores.TRAIN_LEVELS)
+    recent = {}
+    for index, level in enumerate(levels):
+      random, human = benchmark.baselines[
+          benchmark.scored_as.get(level, level)]
+      recent[level] = (10, random + (human - random) *
+                       (2.0, 0.0, 0.5)[index % 3])
+    self.assertAllClose(50.0, pbt.fitness(recent, levels, benchmark))
 
 
 class MemberTest(tf.test.TestCase):
