@@ -21,6 +21,11 @@ unset take the paper's values for the level's suite (each suite's
 domain.py); launch.py runs a distributed job on this machine.
 """
 
+from impala_tf import quiet_start
+
+quiet_start.import_tensorflow()  # Before anything else imports it.
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 import collections
 import math
 import os
@@ -46,6 +51,7 @@ from impala_tf import pbt
 from impala_tf import rpc_client
 from impala_tf import training
 from impala_tf.domain import UsageError
+# pylint: enable=g-import-not-at-top,wrong-import-position
 
 # The paper's flag names (scalable_agent's experiment.py).
 flags.DEFINE_enum('mode', 'train', ['train', 'test'], 'Training or test.')

@@ -113,6 +113,24 @@ class ExperimentTest(tf.test.TestCase):
       pipeline_util.train(logdir=logdir, total_environment_frames=160,
                           **dict(SHORT_RUN, core='feedforward'))
 
+  def test_a_run_starts_with_its_own_line(self):
+    # TensorFlow's start-up lines (oneDNN, CPU features, the CUDA probe)
+    # stay off the screen unless TF_CPP_MIN_LOG_LEVEL asks for them.
+    logdir = self.create_tempdir().full_path
+    quiet = run_experiment('--level_name=catch/plain', f'--logdir={logdir}',
+                           '--total_environment_frames=80',
+                           '--num_actors=4', '--batch_size=4')
+    self.assertEqual(0, quiet.returncode, quiet.stderr[-2000:])
+    self.assertStartsWith(quiet.stdout, 'Training shallow feedforward agent')
+    for startup_line in ('oneDNN', 'cpu_feature_guard', 'cuInit',
+                         'cudart_stub'):
+      self.assertNotIn(startup_line, quiet.stderr)
+    verbose = subprocess.run(
+        [sys.executable, '-c', 'import experiment'], capture_output=True,
+        text=True, timeout=120, cwd=REPO_ROOT,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='0'))
+    self.assertIn('oneDNN', verbose.stderr)
+
   def test_bad_input_gets_one_line_errors(self):
     logdir = self.create_tempdir().full_path
     a_file = self.create_tempfile().full_path
