@@ -103,6 +103,22 @@ def manager(learner, logdir):
       max_to_keep=MAX_TO_KEEP)
 
 
+def _restore_whole(checkpoint, path):
+  """Restores `path` into `checkpoint`, every value bound both ways; but a
+  checkpoint written before the learner kept its evolving hyperparameters
+  in variables restores without them (they keep the flags' values)."""
+  learner = checkpoint.learner
+  if any('/evolving/' in name for name, _ in tf.train.list_variables(path)):
+    checkpoint.restore(path).assert_consumed()
+    return
+  evolving = learner.evolving
+  del learner.evolving  # The object graph of such a checkpoint.
+  try:
+    checkpoint.restore(path).assert_consumed()
+  finally:
+    learner.evolving = evolving
+
+
 def restore_latest(checkpoint_manager, print_fn=print):
   """Restores the newest readable checkpoint, if any; returns its path (or
   None) and the paths of the newer ones found unreadable.
@@ -117,7 +133,7 @@ def restore_latest(checkpoint_manager, print_fn=print):
   unreadable = []
   for path in paths:
     try:
-      checkpoint_manager.checkpoint.restore(path).assert_consumed()
+      _restore_whole(checkpoint_manager.checkpoint, path)
       return path, unreadable
     except (tf.errors.OpError, ValueError, AssertionError,
             IndexError) as error:

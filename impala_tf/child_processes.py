@@ -71,8 +71,8 @@ def restart_dead(children, max_restarts, say):
     if code is None or code == 0:
       continue
     if child.restarts >= max_restarts:
-      say(f'{child.name} exited ({code}) {child.restarts} times; stopping '
-          f'(its output: {child.log_path}).')
+      say(f'{child.name} exited ({code}) {child.restarts + 1} times; '
+          f'stopping (its output: {child.log_path}).')
       return False
     child.restarts += 1
     say(f'{child.name} exited ({code}); starting it again '

@@ -76,11 +76,10 @@ class RMSProp(tf.Module):
   are not blown up by a tiny denominator.
   """
 
-  def __init__(self, variables, decay, momentum, epsilon, name='rmsprop'):
+  def __init__(self, variables, decay, momentum, name='rmsprop'):
     super().__init__(name=name)
     self._decay = decay
     self._momentum = momentum
-    self._epsilon = epsilon
     with self.name_scope:
       self.mean_squares = [
           tf.Variable(tf.ones_like(v), trainable=False, name='ms')
@@ -91,7 +90,7 @@ class RMSProp(tf.Module):
           for v in variables
       ]
 
-  def apply(self, gradients, variables, learning_rate):
+  def apply(self, gradients, variables, learning_rate, epsilon):
     """Applies one update; `gradients` and `variables` are aligned lists.
 
     Returns the global norm of the step taken (scalar float32).
@@ -101,7 +100,7 @@ class RMSProp(tf.Module):
       mean_square.assign(self._decay * mean_square +
                          (1.0 - self._decay) * tf.square(gradient))
       moment.assign(self._momentum * moment + learning_rate * gradient *
-                    tf.math.rsqrt(mean_square + self._epsilon))
+                    tf.math.rsqrt(mean_square + epsilon))
       variable.assign_sub(moment)
     return tf.linalg.global_norm(self.moments)
 
@@ -149,20 +148,21 @@ class Learner(tf.Module):
     self.hparams = hparams
     with self.name_scope:
       # Hyperparameters population-based training evolves: variables, so
-      # that a change needs no retracing and checkpoints keep them. The
-      # clipping threshold only where the run clips.
+      # that a change needs no retracing and checkpoints keep them.
       self.evolving = {
-          name: tf.Variable(float(getattr(hparams, name)), trainable=False,
+          name: tf.Variable(float(getattr(hparams, name) or 0.0),
+                            trainable=False,
                             name=name)
-          for name in EVOLVING if name != 'max_grad_norm' or
-          hparams.max_grad_norm
+          for name in EVOLVING
       }
       self.optimizer = RMSProp(agent.trainable_variables, hparams.decay,
-                               hparams.momentum, self.evolving['epsilon'])
+                               hparams.momentum)
       self.num_environment_frames = tf.Variable(
           0, dtype=tf.int64, trainable=False, name='num_environment_frames')
       self.num_updates = tf.Variable(
           0, dtype=tf.int64, trainable=False, name='num_updates')
+    # Whether gradients are clipped is the run's; the threshold evolves.
+    self._clips = bool(hparams.max_grad_norm)
     # XLA cannot compile cuDNN's LSTM kernel; on a GPU without XLA use it.
     self._use_cudnn = bool(tf.config.list_logical_devices('GPU')) and not xla
     self._strategy = strategy
@@ -186,15 +186,18 @@ class Learner(tf.Module):
         *[getattr(trajectory, field) for field in trajectory_lib.LEARNER_FIELDS])
 
   def hparam_values(self):
-    """{name: value} of the evolving hyperparameters."""
+    """{name: value} of the evolving hyperparameters in effect (the
+    clipping threshold only where the run clips)."""
     return {name: float(variable.numpy())
-            for name, variable in self.evolving.items()}
+            for name, variable in self.evolving.items()
+            if name != 'max_grad_norm' or self._clips}
 
   def assign_hparams(self, values):
     """Sets evolving hyperparameters from `values` ({name: value}); names
-    this learner does not evolve are left out."""
+    not in effect here are left out."""
+    in_effect = self.hparam_values()
     for name, value in values.items():
-      if name in self.evolving:
+      if name in in_effect:
         self.evolving[name].assign(value)
 
   def learning_rate(self):
@@ -281,11 +284,12 @@ class Learner(tf.Module):
     """Clips and applies the gradients; counts the frames and the update."""
     learning_rate = self.learning_rate()
     gradient_norm = tf.linalg.global_norm(gradients)
-    if 'max_grad_norm' in self.evolving:
+    if self._clips:
       gradients, _ = tf.clip_by_global_norm(
           gradients, self.evolving['max_grad_norm'], use_norm=gradient_norm)
     step_norm = self.optimizer.apply(
-        gradients, self.agent.trainable_variables, learning_rate)
+        gradients, self.agent.trainable_variables, learning_rate,
+        self.evolving['epsilon'])
     self.num_environment_frames.assign_add(frames)
     self.num_updates.assign_add(1)
     return {

@@ -12,7 +12,8 @@ through `tf.io.gfile` (a local path, a network file system or a bucket):
                                            atomically: a reader never sees a
                                            record of a snapshot not written)
   <pbt_dir>/member_<k>/pbt/snapshot-<n>.*  its weights, optimiser slots and
-                                           hyperparameters (the last two kept)
+                                           hyperparameters, n counting up
+                                           (the last two kept)
   <pbt_dir>/member_<k>/pbt/events.jsonl    every exploit and explore, rewritten
                                            atomically
 
@@ -151,7 +152,7 @@ class Member:
   """A training run's part in its population: called after every update,
   it evolves when ready (see the module docstring)."""
 
-  def __init__(self, settings, learner, game_log, levels, benchmark,
+  def __init__(self, settings, learner, game_log, levels, benchmark, seed,
                print_fn=print):
     """Args:
       settings: `PbtSettings`.
@@ -160,6 +161,7 @@ class Member:
       game_log: the run's `progress.GameLog`.
       levels, benchmark: the run's levels and its suite's benchmark, for
         `fitness`.
+      seed: the run's seed.
       print_fn: where each event's line goes.
     """
     self._settings = settings
@@ -172,7 +174,7 @@ class Member:
     tf.io.gfile.makedirs(self._directory)
     # Fresh random streams after a restart, not a replay of the first's.
     self._rng = np.random.default_rng(
-        [settings.member, int(learner.num_updates.numpy())])
+        [seed, settings.member, int(learner.num_updates.numpy())])
     # Clipping evolves only where the run clips (Atari, not DMLab).
     self._evolve = [name for name in settings.evolve
                     if name in learner.hparam_values()]
@@ -223,12 +225,18 @@ class Member:
 
   def _publish(self, num_updates, frames, own_fitness):
     """A snapshot of the learner, then the record naming it."""
-    snapshot = tf.train.Checkpoint(learner=self._learner).write(
-        os.path.join(self._directory, f'snapshot-{num_updates}'))
+    # Numbered up from the last one, also after a restart from an older
+    # checkpoint: the newest is always the highest.
+    older = _snapshots(self._directory)
+    number = int(older[-1].rsplit('-', 1)[1]) + 1 if older else 1
+    snapshot = f'snapshot-{number}'
+    tf.train.Checkpoint(learner=self._learner).write(
+        os.path.join(self._directory, snapshot))
     record = {'member': self._settings.member, 'frames': frames,
               'updates': num_updates, 'fitness': own_fitness,
               'hparams': self._learner.hparam_values(),
-              'snapshot': snapshot, 'time': time.time()}
+              'snapshot': snapshot,  # In its member's directory.
+              'time': time.time()}
     write_atomically(os.path.join(self._directory, 'record.json'),
                      json.dumps(record))
     for old in _snapshots(self._directory)[:-SNAPSHOTS_KEPT]:
@@ -237,8 +245,14 @@ class Member:
 
   def _draw_other(self):
     """Another member's record, drawn uniformly; None if none has one."""
-    others = [record for member, record in
-              sorted(read_records(self._settings.pbt_dir).items())
+    try:
+      records = read_records(self._settings.pbt_dir)
+    except (tf.errors.OpError, ValueError) as error:
+      self._print(f'PBT member {self._settings.member}: cannot read the '
+                  f'population\'s records ({type(error).__name__}); no '
+                  'copy this time.')
+      return None
+    others = [record for member, record in sorted(records.items())
               if member != self._settings.member]
     if not others:
       return None
@@ -251,13 +265,14 @@ class Member:
     learner = self._learner
     counts = (learner.num_environment_frames.numpy(),
               learner.num_updates.numpy())
+    path = os.path.join(
+        member_directory(self._settings.pbt_dir, record['member']),
+        record['snapshot'])
     try:
-      tf.train.Checkpoint(learner=learner).read(
-          record['snapshot']).expect_partial()
+      tf.train.Checkpoint(learner=learner).read(path).expect_partial()
     except (tf.errors.OpError, ValueError) as error:
       self._print(f'PBT member {self._settings.member}: cannot read '
-                  f'{record["snapshot"]} ({type(error).__name__}); not '
-                  'copied this time.')
+                  f'{path} ({type(error).__name__}); not copied this time.')
       return False
     learner.num_environment_frames.assign(counts[0])
     learner.num_updates.assign(counts[1])

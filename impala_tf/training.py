@@ -112,8 +112,11 @@ def _population_member(config, domain, learner, game_log, restored,
   if config.pbt is None:
     learner.assign_hparams(config.learner._asdict())
     return None
+  if len(config.levels) > 1 and domain.benchmark is None:
+    raise UsageError('a population member on several levels needs their '
+                     'suite\'s human-normalised scores for its fitness')
   member = pbt.Member(config.pbt, learner, game_log, config.levels,
-                      domain.benchmark, print_fn)
+                      domain.benchmark, config.seed, print_fn)
   member.start(resumed=bool(restored), sampled=config.pbt_sampled)
   return member
 

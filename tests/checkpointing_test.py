@@ -15,6 +15,7 @@ from catch import domain as catch_domain
 from catch import environment as catch
 import experiment
 from impala_tf import actor as actor_lib
+from impala_tf import builders
 from impala_tf import checkpointing
 from impala_tf import run_status
 from tests import pipeline_util
@@ -108,6 +109,30 @@ class CheckpointingTest(tf.test.TestCase):
     self.assertEqual(before, files())
     self.assertEqual(newest, tf.train.latest_checkpoint(
         checkpointing.directory(logdir)))
+
+  def test_a_checkpoint_from_before_the_evolving_variables_resumes(self):
+    # Checkpoints written before the learner kept its PBT hyperparameters
+    # in variables lack them: they resume, the hyperparameters the flags'.
+    config = pipeline_util.config(level_name='catch/plain')
+    info = experiment.domain_of('catch/plain').environment_info(
+        config.suite, 'catch/plain')
+    old = builders.build_learner(config, info)
+    old.num_updates.assign(7)
+    del old.evolving  # As the learner was.
+    logdir = self.create_tempdir().full_path
+    checkpointing.manager(old, logdir).save()
+    new = builders.build_learner(
+        pipeline_util.config(level_name='catch/plain', seed=2), info)
+    path, unreadable = checkpointing.restore_latest(
+        checkpointing.manager(new, logdir), print)
+    self.assertIsNotNone(path)
+    self.assertEqual([], unreadable)
+    self.assertEqual(7, int(new.num_updates))
+    for restored, saved in zip(new.agent.trainable_variables,
+                               old.agent.trainable_variables):
+      self.assertAllEqual(saved, restored)
+    self.assertAllClose(config.learner.learning_rate,
+                        new.hparam_values()['learning_rate'])
 
   def test_no_readable_checkpoint_is_one_error(self):
     logdir = tempfile.mkdtemp()

@@ -49,13 +49,13 @@ class RMSPropTest(tf.test.TestCase):
     rng = np.random.default_rng(0)
     weights = rng.normal(size=(3, 2)).astype(np.float32)
     variable = tf.Variable(weights)
-    optimizer = learner_lib.RMSProp([variable], decay=0.9, momentum=0.5,
-                                    epsilon=0.1)
+    optimizer = learner_lib.RMSProp([variable], decay=0.9, momentum=0.5)
     mean_square = np.ones_like(weights)
     moment = np.zeros_like(weights)
     for learning_rate in (0.1, 0.05, 0.01):
       gradient = rng.normal(size=weights.shape).astype(np.float32)
-      optimizer.apply([tf.constant(gradient)], [variable], learning_rate)
+      optimizer.apply([tf.constant(gradient)], [variable], learning_rate,
+                      epsilon=0.1)
       mean_square = 0.9 * mean_square + 0.1 * gradient**2
       moment = 0.5 * moment + learning_rate * gradient / np.sqrt(
           mean_square + 0.1)
@@ -160,7 +160,7 @@ class LearnerTest(tf.test.TestCase):
     # Apply the clipped gradient by hand to the reference.
     reference.optimizer.apply(
         [g * max_grad_norm / norm for g in gradients], variables,
-        reference.learning_rate())
+        reference.learning_rate(), reference.evolving['epsilon'])
     for clipped, expected in zip(clipped_agent.trainable_variables, variables):
       self.assertAllClose(expected, clipped, atol=1e-6)
 
