@@ -95,13 +95,16 @@ def train(config, domain, stop=None, print_fn=print):
     _shut_down(experience, loop.finished)
     # Also when an actor failed: nothing trained so far is lost.
     schedule.save_final(loop.num_updates)
-  print_fn(
-      f'Stopped at {loop.frames:,} frames, {loop.num_updates:,} updates; ' +
-      (f'checkpoint {schedule.latest}' if is_chief else
-       'checkpoints are the first learner\'s') +
-      '; weights fingerprint '
-      f'{learner_loop.weights_fingerprint(learner.agent):.6f}.')
+  print_fn(_stopped_line(loop, schedule, learner, is_chief))
   return loop.results()
+
+
+def _stopped_line(loop, schedule, learner, is_chief):
+  return (f'Stopped at {loop.frames:,} frames, {loop.num_updates:,} '
+          'updates; ' + (f'checkpoint {schedule.latest}' if is_chief else
+                         'checkpoints are the first learner\'s') +
+          '; weights fingerprint '
+          f'{learner_loop.weights_fingerprint(learner.agent):.6f}.')
 
 
 def _population_member(config, domain, learner, game_log, restored,
