@@ -7,6 +7,7 @@ One `Learner` owns the agent's optimiser state and the global frame counter;
 """
 
 import collections
+import functools
 import math
 
 import tensorflow as tf
@@ -126,6 +127,99 @@ def explained_variance(targets, predictions):
       tf.math.reduce_variance(targets), 1e-8)
 
 
+def impala_loss(agent, hparams, entropy_cost, trajectory, use_cudnn):
+  """The summed IMPALA loss of a batch.
+
+  Args:
+    agent: the `agents.Agent` trained.
+    hparams: `LearnerHParams` (its entropy cost is `entropy_cost`'s).
+    entropy_cost: scalar, the entropy loss's weight now.
+    trajectory: `Trajectory` with fields `[T + 1, B, ...]`.
+    use_cudnn: unroll the LSTM with cuDNN's kernel.
+
+  Returns:
+    (total_loss scalar, dict of scalar diagnostics).
+  """
+  env_outputs = trajectory.env_outputs
+  agent_outputs = trajectory.agent_outputs
+  learner_outputs, _, torso = agent.unroll(
+      agent_outputs.action, env_outputs, trajectory.agent_state,
+      use_cudnn=use_cudnn)
+  bootstrap_value = learner_outputs.baseline[-1]
+  # Step t of the learner's view scores the action chosen at x_t, which the
+  # trajectory stores at t + 1 with its reward and episode end.
+  target_logits = learner_outputs.policy_logits[:-1]
+  values = learner_outputs.baseline[:-1]
+  rewards = losses.clip_rewards(env_outputs.reward[1:],
+                                hparams.reward_clipping)
+  discounts = losses.discounts_from_done(env_outputs.done[1:],
+                                         hparams.discounting)
+  actions = agent_outputs.action[1:]
+  targets = corrections.targets(
+      hparams.off_policy_correction,
+      behaviour_policy_logits=agent_outputs.policy_logits[1:],
+      target_policy_logits=target_logits,
+      actions=actions,
+      discounts=discounts,
+      rewards=rewards,
+      values=values,
+      bootstrap_value=bootstrap_value)
+  policy_gradient_loss = losses.policy_gradient_loss(
+      targets.action_log_probs, targets.pg_advantages)
+  baseline_loss = losses.baseline_loss(targets.vs - values)
+  entropy_loss = losses.entropy_loss(target_logits)
+  total_loss = (
+      policy_gradient_loss + hparams.baseline_cost * baseline_loss +
+      entropy_cost * entropy_loss)
+  num_steps = tf.cast(tf.size(values), tf.float32)
+  return total_loss, {
+      'baseline_explained_variance': explained_variance(
+          targets.vs, values),
+      'advantage_std': tf.math.reduce_std(targets.pg_advantages),
+      'total_loss': total_loss,
+      'policy_gradient_loss': policy_gradient_loss,
+      'baseline_loss': baseline_loss,
+      'entropy': -entropy_loss / num_steps,
+      'mean_importance_weight': tf.reduce_mean(
+          tf.exp(targets.log_rhos)),
+      # An LSTM core's collapse shows here first (docs/learning.md).
+      'torso_dead_fraction': dead_fraction(torso),
+  }
+
+
+class EvolvingHparams(tf.Module):
+  """The hyperparameters population-based training evolves, as variables:
+  a change needs no retracing and checkpoints keep them. `[name]` is a
+  variable; whether gradients are clipped stays the run's (`clips`)."""
+
+  def __init__(self, hparams, name='evolving'):
+    super().__init__(name=name)
+    with self.name_scope:
+      self.by_name = {
+          name: tf.Variable(float(getattr(hparams, name) or 0.0),
+                            trainable=False, name=name)
+          for name in EVOLVING
+      }
+    self.clips = bool(hparams.max_grad_norm)
+
+  def __getitem__(self, name):
+    return self.by_name[name]
+
+  def values(self):
+    """{name: value} of those in effect (the clipping threshold only where
+    the run clips)."""
+    return {name: float(variable.numpy())
+            for name, variable in self.by_name.items()
+            if name != 'max_grad_norm' or self.clips}
+
+  def assign(self, values):
+    """Sets those of `values` ({name: value}) in effect here."""
+    in_effect = self.values()
+    for name, value in values.items():
+      if name in in_effect:
+        self.by_name[name].assign(value)
+
+
 class Learner(tf.Module):
   """Trains an `agents.Agent` on batches of trajectories with V-trace."""
 
@@ -147,22 +241,13 @@ class Learner(tf.Module):
     self.agent = agent
     self.hparams = hparams
     with self.name_scope:
-      # Hyperparameters population-based training evolves: variables, so
-      # that a change needs no retracing and checkpoints keep them.
-      self.evolving = {
-          name: tf.Variable(float(getattr(hparams, name) or 0.0),
-                            trainable=False,
-                            name=name)
-          for name in EVOLVING
-      }
+      self.evolving = EvolvingHparams(hparams)
       self.optimizer = RMSProp(agent.trainable_variables, hparams.decay,
                                hparams.momentum)
       self.num_environment_frames = tf.Variable(
           0, dtype=tf.int64, trainable=False, name='num_environment_frames')
       self.num_updates = tf.Variable(
           0, dtype=tf.int64, trainable=False, name='num_updates')
-    # Whether gradients are clipped is the run's; the threshold evolves.
-    self._clips = bool(hparams.max_grad_norm)
     # XLA cannot compile cuDNN's LSTM kernel; on a GPU without XLA use it.
     self._use_cudnn = bool(tf.config.list_logical_devices('GPU')) and not xla
     self._strategy = strategy
@@ -173,7 +258,8 @@ class Learner(tf.Module):
       self._compiled_gradients = tf.function(self._gradients,
                                              jit_compile=xla)
       self._compiled_step = tf.function(self._synchronous_step)
-      self._any_learner = tf.function(self._any_learner_step)
+      self._any_learner = tf.function(
+          functools.partial(_any_replica, strategy))
 
   def train_step(self, trajectory):
     """One RMSProp update on a batch `Trajectory` `[T + 1, B]`.
@@ -185,21 +271,6 @@ class Learner(tf.Module):
     return self._compiled_step(
         *[getattr(trajectory, field) for field in trajectory_lib.LEARNER_FIELDS])
 
-  def hparam_values(self):
-    """{name: value} of the evolving hyperparameters in effect (the
-    clipping threshold only where the run clips)."""
-    return {name: float(variable.numpy())
-            for name, variable in self.evolving.items()
-            if name != 'max_grad_norm' or self._clips}
-
-  def assign_hparams(self, values):
-    """Sets evolving hyperparameters from `values` ({name: value}); names
-    not in effect here are left out."""
-    in_effect = self.hparam_values()
-    for name, value in values.items():
-      if name in in_effect:
-        self.evolving[name].assign(value)
-
   def learning_rate(self):
     """The current rate annealed linearly to 0 over the anneal frames,
     then 0."""
@@ -208,60 +279,10 @@ class Learner(tf.Module):
     return self.evolving['learning_rate'] * (1.0 - done / total)
 
   def loss(self, trajectory):
-    """The summed IMPALA loss of a batch.
-
-    Args:
-      trajectory: `Trajectory` with fields `[T + 1, B, ...]`.
-
-    Returns:
-      (total_loss scalar, dict of scalar diagnostics).
-    """
-    hparams = self.hparams
-    env_outputs = trajectory.env_outputs
-    agent_outputs = trajectory.agent_outputs
-    learner_outputs, _, torso = self.agent.unroll(
-        agent_outputs.action, env_outputs, trajectory.agent_state,
-        use_cudnn=self._use_cudnn)
-    bootstrap_value = learner_outputs.baseline[-1]
-    # Step t of the learner's view scores the action chosen at x_t, which the
-    # trajectory stores at t + 1 with its reward and episode end.
-    target_logits = learner_outputs.policy_logits[:-1]
-    values = learner_outputs.baseline[:-1]
-    rewards = losses.clip_rewards(env_outputs.reward[1:],
-                                  hparams.reward_clipping)
-    discounts = losses.discounts_from_done(env_outputs.done[1:],
-                                           hparams.discounting)
-    actions = agent_outputs.action[1:]
-    targets = corrections.targets(
-        hparams.off_policy_correction,
-        behaviour_policy_logits=agent_outputs.policy_logits[1:],
-        target_policy_logits=target_logits,
-        actions=actions,
-        discounts=discounts,
-        rewards=rewards,
-        values=values,
-        bootstrap_value=bootstrap_value)
-    policy_gradient_loss = losses.policy_gradient_loss(
-        targets.action_log_probs, targets.pg_advantages)
-    baseline_loss = losses.baseline_loss(targets.vs - values)
-    entropy_loss = losses.entropy_loss(target_logits)
-    total_loss = (
-        policy_gradient_loss + hparams.baseline_cost * baseline_loss +
-        self.evolving['entropy_cost'] * entropy_loss)
-    num_steps = tf.cast(tf.size(values), tf.float32)
-    return total_loss, {
-        'baseline_explained_variance': explained_variance(
-            targets.vs, values),
-        'advantage_std': tf.math.reduce_std(targets.pg_advantages),
-        'total_loss': total_loss,
-        'policy_gradient_loss': policy_gradient_loss,
-        'baseline_loss': baseline_loss,
-        'entropy': -entropy_loss / num_steps,
-        'mean_importance_weight': tf.reduce_mean(
-            tf.exp(targets.log_rhos)),
-        # An LSTM core's collapse shows here first (docs/learning.md).
-        'torso_dead_fraction': dead_fraction(torso),
-    }
+    """`impala_loss` of a batch with this learner's agent and settings."""
+    return impala_loss(self.agent, self.hparams,
+                       self.evolving['entropy_cost'], trajectory,
+                       self._use_cudnn)
 
   def _gradients(self, replayed, agent_state, env_outputs, agent_outputs):
     """(gradients, diagnostics, environment frames) of a batch."""
@@ -284,7 +305,7 @@ class Learner(tf.Module):
     """Clips and applies the gradients; counts the frames and the update."""
     learning_rate = self.learning_rate()
     gradient_norm = tf.linalg.global_norm(gradients)
-    if self._clips:
+    if self.evolving.clips:
       gradients, _ = tf.clip_by_global_norm(
           gradients, self.evolving['max_grad_norm'], use_norm=gradient_norm)
     step_norm = self.optimizer.apply(
@@ -330,25 +351,8 @@ class Learner(tf.Module):
     """Synchronous learners: every variable (weights, optimiser state,
     counters) takes the first learner's value, e.g. the checkpoint it
     restored. Every learner must call it."""
-    if self._strategy is None:
-      return
-
-    @tf.function
-    def broadcast():
-      def replica_fn():
-        context = tf.distribute.get_replica_context()
-        is_first = tf.equal(context.replica_id_in_sync_group, 0)
-        # One all-reduce per dtype (one may not mix them).
-        for dtype in {variable.dtype for variable in self.variables}:
-          variables = [v for v in self.variables if v.dtype == dtype]
-          mine = [tf.where(is_first, v, tf.zeros_like(v)) for v in variables]
-          for variable, value in zip(variables, context.all_reduce(
-              tf.distribute.ReduceOp.SUM, mine)):
-            variable.assign(value)
-
-      self._strategy.run(replica_fn)
-
-    broadcast()
+    if self._strategy is not None:
+      _broadcast_from_first_replica(self._strategy, self.variables)
 
   def any_learner(self, flag):
     """Whether `flag` (bool) is set on any synchronous learner (each must
@@ -357,11 +361,34 @@ class Learner(tf.Module):
       return flag
     return bool(self._any_learner(tf.constant(float(flag))))
 
-  def _any_learner_step(self, flag):
-    def replica_fn(flag):
-      # A tensor made in the replica: an argument has no device to reduce
-      # to.
-      return tf.distribute.get_replica_context().all_reduce(
-          tf.distribute.ReduceOp.SUM, tf.identity(flag)) > 0
 
-    return self._strategy.run(replica_fn, args=(flag,))
+def _broadcast_from_first_replica(strategy, variables):
+  """Every replica's `variables` take the first replica's values."""
+
+  @tf.function
+  def broadcast():
+    def replica_fn():
+      context = tf.distribute.get_replica_context()
+      is_first = tf.equal(context.replica_id_in_sync_group, 0)
+      # One all-reduce per dtype (one may not mix them).
+      for dtype in {variable.dtype for variable in variables}:
+        of_dtype = [v for v in variables if v.dtype == dtype]
+        mine = [tf.where(is_first, v, tf.zeros_like(v)) for v in of_dtype]
+        for variable, value in zip(of_dtype, context.all_reduce(
+            tf.distribute.ReduceOp.SUM, mine)):
+          variable.assign(value)
+
+    strategy.run(replica_fn)
+
+  broadcast()
+
+
+def _any_replica(strategy, flag):
+  """Whether `flag` (a float tensor, 0 or 1) is set on any replica."""
+  def replica_fn(flag):
+    # A tensor made in the replica: an argument has no device to reduce
+    # to.
+    return tf.distribute.get_replica_context().all_reduce(
+        tf.distribute.ReduceOp.SUM, tf.identity(flag)) > 0
+
+  return strategy.run(replica_fn, args=(flag,))

@@ -177,7 +177,7 @@ class Member:
         [seed, settings.member, int(learner.num_updates.numpy())])
     # Clipping evolves only where the run clips (Atari, not DMLab).
     self._evolve = [name for name in settings.evolve
-                    if name in learner.hparam_values()]
+                    if name in learner.evolving.values()]
     self._events = read_events(settings.pbt_dir, settings.member)
     self._writer = tf.summary.create_file_writer(self._directory)
     self._games_at_change = 0
@@ -187,9 +187,9 @@ class Member:
     one keeps its checkpoint's hyperparameters."""
     if resumed:
       return
-    self._learner.assign_hparams(sample_initial(self._rng, sampled))
+    self._learner.evolving.assign(sample_initial(self._rng, sampled))
     self._log({'event': 'start', 'frames': self._frames(), 'updates': 0,
-               'hparams': self._learner.hparam_values()})
+               'hparams': self._learner.evolving.values()})
 
   def _frames(self):
     return int(self._learner.num_environment_frames.numpy())
@@ -218,9 +218,9 @@ class Member:
                      copied_fitness=other['fitness'],
                      copied_frames=other['frames'])
     event['hparams'] = perturb(
-        self._learner.hparam_values(), self._evolve, self._rng,
+        self._learner.evolving.values(), self._evolve, self._rng,
         self._settings.perturb_probability, self._settings.perturb_factor)
-    self._learner.assign_hparams(event['hparams'])
+    self._learner.evolving.assign(event['hparams'])
     self._log(event)
 
   def _publish(self, num_updates, frames, own_fitness):
@@ -234,7 +234,7 @@ class Member:
         os.path.join(self._directory, snapshot))
     record = {'member': self._settings.member, 'frames': frames,
               'updates': num_updates, 'fitness': own_fitness,
-              'hparams': self._learner.hparam_values(),
+              'hparams': self._learner.evolving.values(),
               'snapshot': snapshot,  # In its member's directory.
               'time': time.time()}
     write_atomically(os.path.join(self._directory, 'record.json'),

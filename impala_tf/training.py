@@ -113,7 +113,7 @@ def _population_member(config, domain, learner, game_log, restored,
   hyperparameters); None outside a population, where the flags' values
   hold, also over a resumed checkpoint's."""
   if config.pbt is None:
-    learner.assign_hparams(config.learner._asdict())
+    learner.evolving.assign(config.learner._asdict())
     return None
   if len(config.levels) > 1 and domain.benchmark is None:
     raise UsageError('a population member on several levels needs their '

@@ -132,7 +132,7 @@ class CheckpointingTest(tf.test.TestCase):
                                old.agent.trainable_variables):
       self.assertAllEqual(saved, restored)
     self.assertAllClose(config.learner.learning_rate,
-                        new.hparam_values()['learning_rate'])
+                        new.evolving.values()['learning_rate'])
 
   def test_no_readable_checkpoint_is_one_error(self):
     logdir = tempfile.mkdtemp()

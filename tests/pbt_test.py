@@ -170,9 +170,9 @@ class MemberTest(tf.test.TestCase):
 
   def test_a_worse_member_copies_weights_and_hyperparameters(self):
     good, bad = self._member(1), self._member(0)
-    self.learners[1].assign_hparams({'learning_rate': 0.002,
+    self.learners[1].evolving.assign({'learning_rate': 0.002,
                                      'entropy_cost': 0.02})
-    self.learners[0].assign_hparams({'learning_rate': 1e-7})
+    self.learners[0].evolving.assign({'learning_rate': 1e-7})
     self.learners[0].num_environment_frames.assign(1234)
     self.learners[0].num_updates.assign(56)
     _play(self.logs[1], [1.0] * 10)
@@ -182,8 +182,8 @@ class MemberTest(tf.test.TestCase):
     for mine, theirs in zip(self.learners[0].agent.trainable_variables,
                             self.learners[1].agent.trainable_variables):
       self.assertAllEqual(theirs, mine)
-    self.assertEqual(self.learners[1].hparam_values(),
-                     self.learners[0].hparam_values())
+    self.assertEqual(self.learners[1].evolving.values(),
+                     self.learners[0].evolving.values())
     self.assertEqual(1234, int(self.learners[0].num_environment_frames))
     self.assertEqual(56, int(self.learners[0].num_updates))
     event = pbt.read_events(self.pbt_dir, 0)[-1]
@@ -254,15 +254,15 @@ class MemberTest(tf.test.TestCase):
   def test_a_fresh_member_samples_a_resumed_one_keeps(self):
     member = self._member(0)
     member.start(resumed=False, sampled=['learning_rate', 'epsilon'])
-    values = self.learners[0].hparam_values()
+    values = self.learners[0].evolving.values()
     self.assertBetween(values['learning_rate'], 5e-6, 5e-3)
     # float32 in the learner.
     self.assertLen([choice for choice in pbt.EPSILON_CHOICES
                     if np.isclose(values['epsilon'], choice, rtol=1e-6)], 1)
     self.assertAllClose(0.01, values['entropy_cost'])  # Given: kept.
-    self.learners[0].assign_hparams({'learning_rate': 0.123})
+    self.learners[0].evolving.assign({'learning_rate': 0.123})
     self._member(0).start(resumed=True, sampled=['learning_rate'])
-    self.assertAllClose(0.123, self.learners[0].hparam_values()[
+    self.assertAllClose(0.123, self.learners[0].evolving.values()[
         'learning_rate'])
 
 
