@@ -232,16 +232,15 @@ Config = collections.namedtuple(
     ])
 
 
-def domain_of(level_name, domains=None):
-  return domain_lib.domain_of(level_name, domains or DOMAINS)
+def domain_of(level_name):
+  return domain_lib.domain_of(level_name, DOMAINS)
 
 
-def make_config(flag_values, domains=None):
+def make_config(flag_values):
   """The run's `Config` from `flag_values`, unset hyperparameters taking
-  the suite's values; `domains`: the registry (default `DOMAINS`)."""
-  domains = domains or DOMAINS
-  levels = domain_lib.expand_levels(flag_values.level_name, domains)
-  domain = domain_lib.domain_of(levels[0], domains)
+  the suite's values."""
+  levels = domain_lib.expand_levels(flag_values.level_name, DOMAINS)
+  domain = domain_of(levels[0])
   settings = _settings(flag_values, domain, len(levels))
   _check(settings, levels)
   suite = domain.make_config(flag_values, levels)

@@ -14,9 +14,7 @@ themselves. Ctrl-C stops them all (the learner writes a checkpoint).
 """
 
 import os
-import signal
 import sys
-import threading
 
 from absl import app
 from absl import flags
@@ -55,14 +53,7 @@ def _launch(argv):
   tasks = _tasks(os.path.join(config.logdir, 'launch'))
   for task in tasks:
     task.start()
-  stop = threading.Event()
-
-  def request_stop(signum, frame):
-    del signum, frame
-    stop.set()
-
-  signal.signal(signal.SIGINT, request_stop)
-  signal.signal(signal.SIGTERM, request_stop)
+  stop = child_processes.stop_requested_by_signals()
   status = _supervise(tasks, stop)
   child_processes.stop_all(tasks)
   print('launch: all tasks stopped.', flush=True)
@@ -72,9 +63,7 @@ def _launch(argv):
 def _tasks(log_dir):
   """The learner and actor processes, on free loopback ports."""
   learner_ports, actor_ports = _ports()
-  forwarded = [arg for arg in sys.argv[1:] if not any(
-      arg.lstrip('-').split('=')[0] in (name, 'no' + name)
-      for name in LAUNCHER_FLAGS)]
+  forwarded = child_processes.forwarded_flags(sys.argv, LAUNCHER_FLAGS)
   cluster = [
       '--learner_hosts=' + ','.join(f'localhost:{p}' for p in learner_ports),
       '--actor_hosts=' + ','.join(f'localhost:{p}' for p in actor_ports),

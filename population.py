@@ -18,9 +18,7 @@ the same command resumes the population.
 """
 
 import os
-import signal
 import sys
-import threading
 import time
 
 from absl import app
@@ -72,14 +70,6 @@ def _own_flags():
   return own
 
 
-def _forwarded():
-  """This command's flags but the launcher's own and those set per
-  member."""
-  return [arg for arg in sys.argv[1:] if not any(
-      arg.lstrip('-').split('=')[0] in (name, 'no' + name)
-      for name in LAUNCHER_FLAGS + MEMBER_FLAGS)]
-
-
 def _member_states(config):
   """[(frames, fitness or None, {hyperparameter: value})] per member, from
   its status file and its last PBT event."""
@@ -119,7 +109,8 @@ def _run(argv):
     raise experiment.UsageError('population.py runs local members: drop '
                                 '--job_name, --task and TF_CONFIG')
   own = _own_flags()
-  forwarded = _forwarded()
+  forwarded = child_processes.forwarded_flags(
+      sys.argv, LAUNCHER_FLAGS + MEMBER_FLAGS)
   members = []
   for member in range(FLAGS.population):
     os.makedirs(_member_logdir(member), exist_ok=True)
@@ -131,14 +122,7 @@ def _run(argv):
   print(f'population: {FLAGS.population} members of {config.level_name} '
         f'in {FLAGS.pbt_dir}; each member\'s output in '
         f'<pbt_dir>/member_<k>/train.log.', flush=True)
-  stop = threading.Event()
-
-  def request_stop(signum, frame):
-    del signum, frame
-    stop.set()
-
-  signal.signal(signal.SIGINT, request_stop)
-  signal.signal(signal.SIGTERM, request_stop)
+  stop = child_processes.stop_requested_by_signals()
   status = _supervise(config, members, stop)
   child_processes.stop_all(members)
   print(_population_line(_member_states(config), 0.0), flush=True)

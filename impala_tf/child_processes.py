@@ -79,3 +79,26 @@ def restart_dead(children, max_restarts, say):
         f'({child.restarts} of {max_restarts}).')
     child.start()
   return True
+
+
+def forwarded_flags(argv, withheld):
+  """The flags of `argv` (a launcher's own command line, program first)
+  but those named in `withheld` (and their --no forms): what its children
+  get."""
+  return [arg for arg in argv[1:] if not any(
+      arg.lstrip('-').split('=')[0] in (name, 'no' + name)
+      for name in withheld)]
+
+
+def stop_requested_by_signals():
+  """An event set by SIGINT or SIGTERM: a launcher's cue to stop its
+  children together."""
+  stop = threading.Event()
+
+  def request_stop(signum, frame):
+    del signum, frame
+    stop.set()
+
+  signal.signal(signal.SIGINT, request_stop)
+  signal.signal(signal.SIGTERM, request_stop)
+  return stop

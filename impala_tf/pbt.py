@@ -194,12 +194,10 @@ class Member:
   def _frames(self):
     return int(self._learner.num_environment_frames.numpy())
 
-  def _games(self):
-    return sum(games for games, _ in self._game_log.recent_means().values())
-
   def after_update(self, num_updates):
     """Evolves if ready: publish, maybe exploit, explore."""
-    frames, games = self._frames(), self._games()
+    # After every update: only counts here, the means once ready.
+    frames, games = self._frames(), self._game_log.games_played()
     if not is_ready(frames, games - self._games_at_change, self._settings):
       return
     own = fitness(self._game_log.recent_means(), self._levels,

@@ -28,11 +28,16 @@ def population_events(pbt_dir):
   return dict(sorted(events.items()))
 
 
+def _hparam_names(events):
+  """The hyperparameters any member's events hold, sorted."""
+  return sorted({name for member_events in events.values()
+                 for event in member_events for name in event['hparams']})
+
+
 def to_csv(events):
   """One row per event: member, frames, event, fitness, the member copied
   (or empty) and each hyperparameter after the event."""
-  names = sorted({name for member_events in events.values()
-                  for event in member_events for name in event['hparams']})
+  names = _hparam_names(events)
   text = io.StringIO()
   writer = csv.writer(text, lineterminator='\n')
   writer.writerow(['member', 'frames', 'event', 'fitness', 'copied'] + names)
@@ -54,8 +59,7 @@ def to_png(events, title):
   import matplotlib  # Only the plot needs it.
   matplotlib.use('Agg')
   from matplotlib import pyplot
-  names = sorted({name for member_events in events.values()
-                  for event in member_events for name in event['hparams']})
+  names = _hparam_names(events)
   figure, axes = pyplot.subplots(1 + len(names), 1, sharex=True,
                                  figsize=(8, 2.2 * (1 + len(names))))
   for member, member_events in events.items():
