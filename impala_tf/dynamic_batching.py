@@ -15,6 +15,8 @@ import time
 import numpy as np
 import tree
 
+from impala_tf import os_threads
+
 
 class _Request:
 
@@ -95,6 +97,7 @@ class DynamicBatcher:
     return batch
 
   def _serve(self):
+    os_threads.name_current_thread()
     while True:
       batch = self._next_batch()
       if batch is None:

@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from impala_tf import actor as actor_lib
+from impala_tf import os_threads
 
 
 # The actors' configuration.
@@ -127,6 +128,7 @@ class ActorPool:
     return len(self._environments)
 
   def _run(self, actor):
+    os_threads.name_current_thread()
     try:
       actor.run()
     except Exception as error:  # pylint: disable=broad-except

@@ -10,6 +10,7 @@ import threading
 
 import tensorflow as tf
 
+from impala_tf import os_threads
 from impala_tf import trajectory as trajectory_lib
 from impala_tf import transport as transport_lib
 
@@ -49,6 +50,7 @@ class StagingArea:
     return batch._replace(**tensors)
 
   def _fill(self):
+    os_threads.name_current_thread()
     try:
       while True:
         batch = self._prepare(self._transport.receive(self._batch_size))

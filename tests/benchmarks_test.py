@@ -5,15 +5,18 @@ JSON line per configuration with a positive speed and no error."""
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import unittest
 
 from absl.testing import parameterized
 import tensorflow as tf
 
+from benchmarks import perf_samples
 from benchmarks import progress_window
 from benchmarks import throughput
 from impala_tf import run_status
@@ -152,17 +155,101 @@ class DistributedBenchmarkTest(parameterized.TestCase):
     self.assertLess(time.monotonic() - start, 120)
 
 
-class LearnerStepBenchmarkTest(tf.test.TestCase):
+class LearnerStepBenchmarkTest(parameterized.TestCase):
 
-  def test_every_configuration_runs(self):
+  @parameterized.parameters('dmlab', 'atari')
+  def test_every_configuration_runs(self, shape):
     result, lines = _run('learner_step.py', '--seconds=0.05',
-                         '--unroll_lengths=3', '--batch_size=2')
+                         '--unroll_lengths=3', '--batch_size=2',
+                         f'--shape={shape}')
     self.assertEqual(0, result.returncode, result.stderr[-2000:])
     benchmarks = [line for line in lines if 'benchmark' in line]
     # 2 torsos x (1 unroll length x XLA off/on + 3 inference batch sizes).
     self.assertLen(benchmarks, 2 * (2 + 3))
     for line in benchmarks:
+      self.assertEqual(shape, line['shape'])
       self.assertGreater(line['steps_per_second'], 0, line)
+      self.assertGreater(line['cpu_seconds_per_step'], 0, line)
+
+
+# Two samples as `perf script -F comm,tid,ip,sym,dso` prints them.
+PERF_SCRIPT = """\
+experiment.py 101 
+\t    7f6a74dd5427 [unknown] (/tmp/perf-100.map)
+\t    7f6a8c347740 [unknown] ([unknown])
+
+actor_0 102 
+\t          2a1b20 _PyEval_EvalFrameDefault (/usr/lib/libpython3.11.so.1.0)
+\t          2a0000 PyEval_EvalCode (/usr/lib/libpython3.11.so.1.0)
+"""
+
+
+class ProfilePartsTest(tf.test.TestCase):
+
+  def test_reads_the_thread_and_callchain_of_each_sample(self):
+    self.assertEqual(
+        [('experiment.py', 101, [('[unknown]', '/tmp/perf-100.map'),
+                                 ('[unknown]', '[unknown]')]),
+         ('actor_0', 102,
+          [('_PyEval_EvalFrameDefault', '/usr/lib/libpython3.11.so.1.0'),
+           ('PyEval_EvalCode', '/usr/lib/libpython3.11.so.1.0')])],
+        perf_samples.parse_perf_script(PERF_SCRIPT))
+
+  def test_named_threads_by_name_and_the_leaf_code(self):
+    python = [('_PyEval_EvalFrameDefault', 'libpython3.11.so.1.0')]
+    self.assertEqual('actor threads: Python',
+                     perf_samples.part_of('actor_3', False, python))
+    self.assertEqual('learner thread: Python',
+                     perf_samples.part_of('experiment.py', True, python))
+    self.assertEqual('staging thread: numpy', perf_samples.part_of(
+        'staging', False, [('raw_array_assign_array',
+                            '_multiarray_umath.cpython-311.so')]))
+
+  def test_other_threads_by_the_code_anywhere_in_their_callchain(self):
+    ale = '_ale_py.cpython-311-x86_64-linux-gnu.so'
+    self.assertEqual('ALE workers: emulator', perf_samples.part_of(
+        'experiment.py', False,
+        [('memcpy', 'libc.so.6'), ('ale::stella::M6502Low::execute', ale)]))
+    self.assertEqual('ALE workers: preprocessing', perf_samples.part_of(
+        'experiment.py', False,
+        [('ale::ColourPalette::applyPaletteGrayscale', ale)]))
+    self.assertEqual(
+        'TensorFlow pools: kernels of learner step and inference',
+        perf_samples.part_of('experiment.py', False,
+                        [('[unknown]', '/tmp/perf-100.map')]))
+    self.assertEqual('other threads: operating system', perf_samples.part_of(
+        'experiment.py', False, [('clear_page_erms', '[kernel.kallsyms]')]))
+
+  def test_cores_are_samples_per_rate_and_second(self):
+    samples = perf_samples.parse_perf_script(PERF_SCRIPT) * 50
+    cores = perf_samples.cores_by_part(samples, main_thread_id=101, frequency=10,
+                                  seconds=5)
+    self.assertEqual({'learner thread: TensorFlow': 1.0,
+                      'actor threads: Python': 1.0}, cores)
+
+
+@unittest.skipIf(shutil.which('perf') is None,
+                 'Linux perf is not installed (apt-get install linux-perf)')
+class ProfileBenchmarkTest(tf.test.TestCase):
+
+  def test_a_small_pong_run_is_split_into_its_parts(self):
+    result, lines = _run(
+        'profile.py', '--seconds=3', '--warmup_seconds=2',
+        '--experiment_flag=--level_name=atari/pong',
+        '--experiment_flag=--num_actors=4',
+        '--experiment_flag=--batch_size=2',
+        '--experiment_flag=--unroll_length=5')
+    self.assertEqual(0, result.returncode, result.stderr[-2000:])
+    parts = {line['part']: line['cores'] for line in lines if 'part' in line}
+    # The actor threads are found by their names (impala_tf.os_threads).
+    self.assertTrue(any(part.startswith('actor threads:') for part in parts),
+                    parts)
+    self.assertIn('ALE workers: emulator', parts)
+    self.assertIn('TensorFlow pools: kernels of learner step and inference',
+                  parts)
+    self.assertAllClose(1.0, sum(line['share'] for line in lines
+                                 if 'part' in line), atol=0.01)
+    self.assertGreater(lines[-1]['frames_per_second'], 0)
 
 
 if __name__ == '__main__':

@@ -1,0 +1,146 @@
+r"""Where the cores go in a training run (a benchmark, not a test).
+
+Starts `experiment.py` with `--experiment_flag`s (default: `make train`'s
+Pong job) in a fresh logdir, waits `--warmup_seconds` after its first
+frames, samples every thread of the process with Linux `perf` for
+`--seconds`, stops the run and prints one JSON line per part of the
+pipeline: CPU in cores (samples / sampling rate / seconds) and its share,
+then one line with frames/s and learner updates/s between the status
+reports around the window.
+
+Parts: `benchmarks/perf_samples.py`. TensorFlow's pools run the kernels
+of both the learner step and inference; `benchmarks/learner_step.py
+--shape=atari` measures the CPU each costs alone.
+
+Needs `perf` (Debian: `apt-get install linux-perf`).
+
+  make benchmark BENCHMARK=profile [ARGS="--seconds=30 --warmup_seconds=60"]
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import app
+from absl import flags
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPOSITORY)
+from benchmarks import perf_samples  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+MAKE_TRAIN_FLAGS = ['--flagfile=atari57/atari_10m.flags',
+                    '--level_name=atari/pong']
+
+flags.DEFINE_float('seconds', 30.0, 'Seconds sampled.', lower_bound=1.0)
+flags.DEFINE_float('warmup_seconds', 60.0, 'Seconds of training before the '
+                   'sampled window (replay fills, functions are traced).',
+                   lower_bound=0.0)
+flags.DEFINE_integer('frequency', 199, 'Samples per second of CPU time of '
+                     'each thread.', lower_bound=1, upper_bound=10000)
+flags.DEFINE_multi_string('experiment_flag', MAKE_TRAIN_FLAGS,
+                          'An experiment.py flag for the profiled run.')
+flags.DEFINE_float('max_seconds', 900.0, 'Give up if the run has not '
+                   'started training by then.', lower_bound=1.0)
+FLAGS = flags.FLAGS
+
+def _status(logdir):
+  try:
+    with open(os.path.join(logdir, 'status.json')) as f:
+      return json.load(f)
+  except (OSError, ValueError):
+    return None
+
+
+def _wait_for_training(logdir, process):
+  deadline = time.time() + FLAGS.max_seconds
+  while time.time() < deadline:
+    if process.poll() is not None:
+      raise SystemExit(f'profile: the run exited with {process.returncode}; '
+                       f'see {logdir}/train.log')
+    status = _status(logdir)
+    if status and status.get('frames', 0) > 0:
+      return
+    time.sleep(1)
+  raise SystemExit(f'profile: no frames after {FLAGS.max_seconds:.0f} s')
+
+
+def _status_after(logdir, moment, process):
+  """The first status report written after `moment` (they come with the
+  progress lines, every few seconds)."""
+  while True:
+    if process.poll() is not None:
+      raise SystemExit(f'profile: the run exited with {process.returncode}; '
+                       f'see {logdir}/train.log')
+    status = _status(logdir)
+    if status and status['time'] > moment:
+      return status
+    time.sleep(0.2)
+
+
+def _record(process, logdir):
+  """Samples the run; returns (perf.data path, the status reports just
+  before and just after the sampled window)."""
+  data = os.path.join(logdir, 'perf.data')
+  before = _status(logdir)
+  subprocess.run(
+      ['perf', 'record', '--quiet', '-F', str(FLAGS.frequency), '-g',
+       '-p', str(process.pid), '-o', data, '--', 'sleep', str(FLAGS.seconds)],
+      check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  return data, before, _status_after(logdir, time.time(), process)
+
+
+def _rates(before, after):
+  seconds = after['time'] - before['time']
+  return {
+      'frames_per_second': round(
+          (after['frames'] - before['frames']) / seconds, 1),
+      'updates_per_second': round(
+          (after['updates'] - before['updates']) / seconds, 2),
+  }
+
+
+def profile(logdir):
+  command = [sys.executable, 'experiment.py', *FLAGS.experiment_flag,
+             f'--logdir={logdir}']
+  with open(os.path.join(logdir, 'train.log'), 'w') as log:
+    process = subprocess.Popen(command, cwd=REPOSITORY, stdout=log,
+                               stderr=subprocess.STDOUT)
+  try:
+    _wait_for_training(logdir, process)
+    time.sleep(FLAGS.warmup_seconds)
+    data, before, after = _record(process, logdir)
+  finally:
+    process.send_signal(signal.SIGINT)
+    process.wait()
+  script = subprocess.run(
+      ['perf', 'script', '-i', data, '-F', 'comm,tid,ip,sym,dso'],
+      check=True, capture_output=True, text=True).stdout
+  samples = perf_samples.parse_perf_script(script)
+  parts = perf_samples.cores_by_part(samples, process.pid, FLAGS.frequency,
+                        FLAGS.seconds)
+  return parts, _rates(before, after)
+
+
+def main(argv):
+  del argv
+  if shutil.which('perf') is None:
+    raise SystemExit('profile: needs Linux perf (apt-get install linux-perf)')
+  logdir = tempfile.mkdtemp(prefix='impala_profile_')
+  parts, rates = profile(logdir)
+  total = sum(parts.values())
+  for part, cores in parts.items():
+    print(json.dumps({'part': part, 'cores': round(cores, 3),
+                      'share': round(cores / total, 3)}))
+  print(json.dumps({'total_cores': round(total, 3), **rates,
+                    'seconds': FLAGS.seconds,
+                    'experiment_flags': FLAGS.experiment_flag}))
+  shutil.rmtree(logdir)
+
+
+if __name__ == '__main__':
+  app.run(main)
