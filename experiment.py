@@ -121,6 +121,16 @@ flags.DEFINE_integer('test_num_episodes', 10, 'Games per level in test '
                      'mode (the paper: 200).', lower_bound=1)
 flags.DEFINE_boolean('overwrite', False, 'Test mode: replace an existing '
                      'test_results.json without asking.')
+flags.DEFINE_string('test_checkpoint', '', 'Test mode: the checkpoint to '
+                    'play (a path as <logdir>/checkpoints/ckpt-N); default '
+                    'the newest.')
+flags.DEFINE_string('test_results_file', '', 'Test mode: where the results '
+                    'go; default <logdir>/test_results.json.')
+flags.DEFINE_integer('periodic_test_episodes', 0, 'Training: games per level '
+                     'played in test mode on every new checkpoint, by a '
+                     'child process at a low CPU priority; results in '
+                     'TensorBoard (test/...) and a printed line '
+                     '(impala_tf/periodic_test.py). 0: none.', lower_bound=0)
 # Distributed runs (the paper's jobs; see impala_tf/cluster.py).
 flags.DEFINE_enum('job_name', 'local', ['local', 'learner', 'actor'],
                   'local: learner and actors in this process; learner or '
@@ -211,7 +221,9 @@ Config = collections.namedtuple(
         'mode', 'logdir', 'level_name', 'seed', 'num_action_repeats',
         'total_environment_frames', 'batch_size', 'queue_capacity',
         'replay_proportion', 'replay_capacity', 'actor_weights_delay', 'xla',
-        'test_num_episodes', 'overwrite', 'checkpoint_interval_secs',
+        'test_num_episodes', 'overwrite', 'test_checkpoint',
+        'test_results_file',
+        'periodic_test_episodes', 'checkpoint_interval_secs',
         'progress_interval_secs',
         # The cluster (cluster.TASK_FLAGS, hosts as tuples) and its timeouts.
         'job_name', 'task', 'learner_hosts', 'actor_hosts',

@@ -147,14 +147,21 @@ def restore_latest(checkpoint_manager, print_fn=print):
   return None, unreadable
 
 
-def restore_for_test(learner, logdir):
-  """Restores the newest checkpoint of `logdir` into `learner` (weights are
-  enough: optimiser slots may be absent); returns its path.
+def restore_for_test(learner, logdir, checkpoint=''):
+  """Restores `checkpoint`, or else the newest checkpoint of `logdir`, into
+  `learner` (weights are enough: optimiser slots may be absent); returns
+  its path.
 
   Raises:
-    UsageError: there is none.
+    UsageError: there is none, or `checkpoint` is not one.
   """
-  latest = tf.train.latest_checkpoint(directory(logdir))
+  if checkpoint:
+    if not tf.io.gfile.exists(checkpoint + '.index'):
+      raise UsageError(f'--test_checkpoint={checkpoint} is not a checkpoint '
+                       '(no .index file)')
+    latest = checkpoint
+  else:
+    latest = tf.train.latest_checkpoint(directory(logdir))
   if latest is None:
     raise UsageError(f'no checkpoint in {directory(logdir)}; train first')
   tf.train.Checkpoint(learner=learner).restore(latest).expect_partial()

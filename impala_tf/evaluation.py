@@ -1,7 +1,7 @@
-"""Test mode: the latest checkpoint plays a fixed number of games per level
+"""Test mode: the latest checkpoint (or `test_checkpoint`) plays a fixed number of games per level
 under the suite's test protocol; the results (per level, and
 human-normalised where the suite has a benchmark) go to
-`<logdir>/test_results.json`."""
+`<logdir>/test_results.json` or `test_results_file`."""
 
 import collections
 import json
@@ -27,14 +27,16 @@ def evaluate(config, domain, print_fn=print):
   suite's summary (e.g. median and mean over levels).
   """
   levels = [domain.test_level(level) for level in config.levels]
-  path = os.path.join(config.logdir, 'test_results.json')
+  path = config.test_results_file or os.path.join(config.logdir,
+                                                  'test_results.json')
   try:
     output_files.check_overwrite(path, config.overwrite)
   except FileExistsError as error:
     raise UsageError(error) from None
   learner = builders.build_learner(
       config, domain.environment_info(config.suite, config.levels[0]))
-  latest = checkpointing.restore_for_test(learner, config.logdir)
+  latest = checkpointing.restore_for_test(learner, config.logdir,
+                                            config.test_checkpoint)
   returns = _play(config, domain, levels, learner.agent, latest, print_fn)
   per_level = {
       level: {'mean': float(np.mean(returns[level])),

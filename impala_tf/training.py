@@ -17,6 +17,7 @@ from impala_tf import cluster as cluster_lib
 from impala_tf import learner_loop
 from impala_tf import local_actors
 from impala_tf import pbt
+from impala_tf import periodic_test
 from impala_tf import progress
 from impala_tf import replay
 from impala_tf import rpc_service
@@ -76,13 +77,14 @@ def train(config, domain, stop=None, print_fn=print):
   schedule = checkpointing.Schedule(
       manager, config.checkpoint_interval_secs, is_chief,
       num_updates if restored else None)
+  tests = _periodic_test(config, is_chief, print_fn)
   loop = learner_loop.LearnerLoop(
       learner, staging.StagingArea(batches, batch_size, device=_device()),
       config.total_environment_frames,
       _reporter(config, domain, game_log, status, is_chief, batches.fill,
                 print_fn),
       schedule,
-      [experience.after_update] + ([member.after_update] if member else []))
+      [part.after_update for part in (experience, member, tests) if part])
   print_fn(_start_line(config, info, experience.description, batch_size,
                        replay_mib))
   try:
@@ -92,7 +94,7 @@ def train(config, domain, stop=None, print_fn=print):
   finally:
     if stop.is_set():
       print_fn('Stop requested: writing a checkpoint.')
-    _shut_down(experience, loop.finished)
+    _shut_down(experience, loop.finished, tests)
     # Also when an actor failed: nothing trained so far is lost.
     schedule.save_final(loop.num_updates)
   print_fn(_stopped_line(loop, schedule, learner, is_chief))
@@ -122,6 +124,15 @@ def _population_member(config, domain, learner, game_log, restored,
                       domain.benchmark, config.seed, print_fn)
   member.start(resumed=bool(restored), sampled=config.pbt_sampled)
   return member
+
+
+def _periodic_test(config, is_chief, print_fn):
+  """The first learner's `periodic_test.PeriodicTest`, if asked for."""
+  if not (config.periodic_test_episodes and is_chief):
+    return None
+  return periodic_test.PeriodicTest(
+      config.flags, config.logdir, config.periodic_test_episodes,
+      config.logdir, print_fn)
 
 
 def _device():
@@ -269,10 +280,13 @@ def _local_experience(config, domain, learner, info, game_log, seed):
                      check_actors=actors.check)
 
 
-def _shut_down(experience, finished):
+def _shut_down(experience, finished, tests):
   """When training `finished`, the actors are told (a learner only
   stopped, to be restarted, leaves remote actors retrying); then the
-  transport closes and this process's actors stop."""
+  transport closes and this process's actors stop, and a periodic test
+  (`tests`, or None) still running."""
+  if tests:
+    tests.close()
   if finished:
     experience.transport.finish()
   experience.transport.close()
