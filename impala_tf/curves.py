@@ -14,11 +14,20 @@ With `--target=18` it also prints when each run's running mean first
 reached 18: frames, and wall-clock from the run's first event (the event
 files' own times; a silence of more than 5 minutes in all of a run's
 summaries is a stopped run that was resumed, and is left out).
+
+A curve this tool wrote before comes back as `[LABEL=]FILE.csv#RUN` (RUN:
+the run's name in the CSV's first column; `#RUN` may be left out when the
+file holds one run): its running means at the CSV's rows, no entropy, no
+wall-clock. With `--frames_per_level`, a run on G levels (its
+`flags.json`) is drawn against frames / G, about the frames of each level,
+since its actors play the levels round-robin: a multi-task run beside
+single-level ones at the same frames per level.
 """
 
 import collections
 import csv
 import io
+import json
 import os
 import sys
 
@@ -164,7 +173,7 @@ def to_csv(curves, every_frames=CSV_EVERY_FRAMES):
   return text.getvalue()
 
 
-def to_png(curves, entropies, level):
+def to_png(curves, entropies, level, frames_label='environment frames'):
   """PNG bytes: each run's running mean return against frames; below it,
   the policy's entropy (`entropies`: {label: [`Scalar`]})."""
   import matplotlib  # Only the plot needs it.
@@ -182,7 +191,7 @@ def to_png(curves, entropies, level):
   returns_axes.set_title(level)
   returns_axes.legend(fontsize='small')
   entropy_axes.set_ylabel('policy entropy')
-  entropy_axes.set_xlabel('environment frames (millions)')
+  entropy_axes.set_xlabel(f'{frames_label} (millions)')
   for axes in (returns_axes, entropy_axes):
     axes.grid(alpha=0.3)
   return figure_png(figure)
@@ -197,28 +206,78 @@ def figure_png(figure):
   return buffer.getvalue()
 
 
-def load_runs(logdirs, level):
+def curve_from_csv(path, run):
+  """(the run's name, its `Curve`) from a CSV `to_csv` wrote; `run` may be
+  empty when the file holds one run."""
+  with open(path, newline='') as f:
+    rows = list(csv.reader(f))[1:]
+  names = list(dict.fromkeys(row[0] for row in rows))
+  if not run and len(names) == 1:
+    run = names[0]
+  if run not in names:
+    raise InputError(f'{path} holds the runs {names}; name one as '
+                     f'{path}#RUN')
+  frames, means = zip(*[(int(row[1]), float(row[2])) for row in rows
+                        if row[0] == run])
+  return run, Curve(np.array(frames, np.int64), np.array(means),
+                    np.array(means), np.full(len(means), np.nan))
+
+
+def num_levels(logdir):
+  """How many levels the run in `logdir` played (its flags.json); 1 when
+  it has none (a peer's run)."""
+  path = os.path.join(logdir, 'flags.json')
+  if not os.path.exists(path):
+    return 1
+  with open(path) as f:
+    return len(json.load(f)['level_name'].split(','))
+
+
+def _per_level(run_curve, points, levels):
+  """The curve and entropy points with frames divided by `levels`."""
+  return (run_curve._replace(frames=run_curve.frames // levels),
+          [point._replace(step=point.step // levels) for point in points])
+
+
+def load_runs(logdirs, level, frames_per_level=False):
   """({run label: Curve of `level`'s games}, {run label: [`Scalar`] of the
-  policy's entropy}) for each log directory (or LABEL=directory)."""
+  policy's entropy}) for each log directory (or LABEL=directory, or a CSV
+  this tool wrote)."""
   curves, entropies = {}, {}
   for argument in logdirs:
-    label, _, logdir = argument.rpartition('=')
+    # A CSV run's name may hold '=' or '#': it is all that follows '.csv#'.
+    head, csv_mark, run = argument.partition('.csv#')
+    head += '.csv' if csv_mark else ''
+    label, _, logdir = head.rpartition('=')
+    if logdir.endswith('.csv'):
+      if not os.path.isfile(logdir):
+        raise InputError(f'{logdir} is not a file')
+      run, curves[label or run] = curve_from_csv(logdir, run)
+      entropies[label or run] = []
+      continue
     label = label or os.path.basename(os.path.normpath(logdir))
     if not os.path.isdir(logdir):
       raise InputError(f'{logdir} is not a directory')
-    events = load_events(logdir)
-    games = scalars(events, f'{level}/episode_return')
-    if games:
-      curves[label] = curve(games, activity=wall_times(events))
-      entropies[label] = scalars(events, 'learner/entropy')
-      continue
-    means = scalars(events, SAMPLE_FACTORY_RETURN)
-    if not means:
-      raise InputError(f'{logdir} has no {level}/episode_return summaries '
-                       f'(nor Sample Factory\'s {SAMPLE_FACTORY_RETURN})')
-    curves[label] = curve_of_running_means(means, wall_times(events))
-    entropies[label] = scalars(events, SAMPLE_FACTORY_ENTROPY)
+    curves[label], entropies[label] = _load_run(logdir, level)
+    if frames_per_level and num_levels(logdir) > 1:
+      curves[label], entropies[label] = _per_level(
+          curves[label], entropies[label], num_levels(logdir))
   return curves, entropies
+
+
+def _load_run(logdir, level):
+  """(Curve of `level`'s games, entropy `Scalar`s) of one log directory."""
+  events = load_events(logdir)
+  games = scalars(events, f'{level}/episode_return')
+  if games:
+    return (curve(games, activity=wall_times(events)),
+            scalars(events, 'learner/entropy'))
+  means = scalars(events, SAMPLE_FACTORY_RETURN)
+  if not means:
+    raise InputError(f'{logdir} has no {level}/episode_return summaries '
+                     f'(nor Sample Factory\'s {SAMPLE_FACTORY_RETURN})')
+  return (curve_of_running_means(means, wall_times(events)),
+          scalars(events, SAMPLE_FACTORY_ENTROPY))
 
 
 FLAGS = flags.FLAGS
@@ -233,24 +292,32 @@ def _define_flags():
   flags.DEFINE_boolean('overwrite', False, 'Replace existing output files.')
   flags.DEFINE_float('target', None, 'Also print the frames and wall-clock '
                      'at which each run\'s running mean first reached this.')
+  flags.DEFINE_boolean('frames_per_level', False, 'Draw a run on G levels '
+                       'against its frames / G.')
 
 
 def main(argv):
   if len(argv) < 2 or not FLAGS.output:
     sys.exit('curves: error: give one or more log directories and --output')
   try:
-    curves, entropies = load_runs(argv[1:], FLAGS.level)
+    curves, entropies = load_runs(argv[1:], FLAGS.level,
+                                  FLAGS.frames_per_level)
     for extension in ('csv', 'png'):
       output_files.check_overwrite(f'{FLAGS.output}.{extension}',
                                    FLAGS.overwrite)
   except (InputError, FileExistsError) as error:
     sys.exit(f'curves: error: {error}')
   output_files.write_atomically(f'{FLAGS.output}.csv', to_csv(curves))
-  output_files.write_atomically(f'{FLAGS.output}.png',
-                                to_png(curves, entropies, FLAGS.level))
+  frames_label = ('environment frames of the level (a run on G levels: '
+                  'its frames / G)' if FLAGS.frames_per_level else
+                  'environment frames')
+  output_files.write_atomically(
+      f'{FLAGS.output}.png',
+      to_png(curves, entropies, FLAGS.level, frames_label))
   for label, run_curve in curves.items():
     best = float(np.max(run_curve.running_mean))
-    print(f'{label}: {len(run_curve.returns)} games to '
+    points = ('CSV rows' if np.isnan(run_curve.seconds).all() else 'games')
+    print(f'{label}: {len(run_curve.returns)} {points} to '
           f'{int(run_curve.frames[-1]):,} frames; final running mean '
           f'{run_curve.running_mean[-1]:.2f}, best {best:.2f}')
     if FLAGS.target is not None:
@@ -260,9 +327,12 @@ def main(argv):
 def _reached(run_curve, target):
   reached = frames_to_reach(run_curve, target)
   if reached is None:
-    return (f'{target:g} not reached in {int(run_curve.frames[-1]):,} frames '
-            f'and {run_curve.seconds[-1] / 60:.1f} minutes')
+    return (f'{target:g} not reached in {int(run_curve.frames[-1]):,} frames'
+            + ('' if np.isnan(run_curve.seconds[-1]) else
+               f' and {run_curve.seconds[-1] / 60:.1f} minutes'))
   frames, seconds = reached
+  if np.isnan(seconds):  # A curve from a CSV has no clock.
+    return f'{target:g} first at {frames:,} frames'
   return f'{target:g} first at {frames:,} frames, {seconds / 60:.1f} minutes'
 
 

@@ -142,6 +142,48 @@ class CurvesTest(tf.test.TestCase):
                         [(point.step, point.value)
                          for point in entropies['sample factory']])
 
+  def test_a_csv_it_wrote_comes_back_as_a_curve(self):
+    directory = tempfile.mkdtemp()
+    path = os.path.join(directory, 'two.csv')
+    written = {
+        'a, with a comma=and #': curves.curve(games(
+            [(40_000 * i, float(i)) for i in range(1, 6)]), window=2),
+        'b': curves.curve(games([(60_000, 3.0)])),
+    }
+    with open(path, 'w') as f:
+      f.write(curves.to_csv(written))
+    runs, entropies = curves.load_runs(
+        [f'{path}#a, with a comma=and #', f'mine={path}#b'], 'atari/pong')
+    self.assertEqual(['a, with a comma=and #', 'mine'], list(runs))
+    # The CSV keeps the last game before each 50k frames: 40k, 80k, 120k,
+    # 160k and 200k (the end).
+    self.assertAllEqual([40_000, 80_000, 120_000, 160_000, 200_000],
+                        runs['a, with a comma=and #'].frames)
+    self.assertAllClose([1.0, 1.5, 2.5, 3.5, 4.5],
+                        runs['a, with a comma=and #'].running_mean)
+    self.assertAllClose([3.0], runs['mine'].running_mean)
+    self.assertEqual([], entropies['mine'])
+    with self.assertRaisesRegex(curves.InputError, 'name one as'):
+      curves.load_runs([path], 'atari/pong')
+
+  def test_frames_per_level_divides_a_multi_level_run(self):
+    root = tempfile.mkdtemp()
+    single, multi = os.path.join(root, 'single'), os.path.join(root, 'multi')
+    pairs = [(3000 * i, float(i)) for i in range(1, 4)]
+    three_games = 'atari/pong,atari/breakout,atari/boxing'
+    for logdir, level_name in ((single, 'atari/pong'), (multi, three_games)):
+      self._write_games(logdir, pairs)
+      with open(os.path.join(logdir, 'flags.json'), 'w') as f:
+        f.write(f'{{"level_name": "{level_name}"}}')
+    runs, entropies = curves.load_runs([single, multi], 'atari/pong',
+                                       frames_per_level=True)
+    self.assertAllEqual([3000, 6000, 9000], runs['single'].frames)
+    self.assertAllEqual([1000, 2000, 3000], runs['multi'].frames)
+    self.assertEqual([1000, 2000, 3000],
+                     [point.step for point in entropies['multi']])
+    runs, _ = curves.load_runs([multi], 'atari/pong')
+    self.assertAllEqual([3000, 6000, 9000], runs['multi'].frames)
+
   def test_a_run_without_games_is_one_line(self):
     logdir = tempfile.mkdtemp()
     result = subprocess.run(
