@@ -34,7 +34,7 @@ test: $(STAMP) bazel
 pytest: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(PYTHON) -m pytest -q tests
 
-# make benchmark [BENCHMARK=throughput|learner_step|distributed] [ARGS=...]
+# make benchmark [BENCHMARK=throughput|learner_step|distributed|profile] [ARGS=...]
 BENCHMARK ?= throughput
 
 benchmark: $(STAMP)

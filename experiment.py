@@ -127,10 +127,11 @@ flags.DEFINE_string('test_checkpoint', '', 'Test mode: the checkpoint to '
 flags.DEFINE_string('test_results_file', '', 'Test mode: where the results '
                     'go; default <logdir>/test_results.json.')
 flags.DEFINE_integer('periodic_test_episodes', 0, 'Training: games per level '
-                     'played in test mode on every new checkpoint, by a '
-                     'child process at a low CPU priority; results in '
-                     'TensorBoard (test/...) and a printed line '
-                     '(impala_tf/periodic_test.py). 0: none.', lower_bound=0)
+                     'played in test mode on the newest checkpoint whenever '
+                     'no such test runs, by a child process at a low CPU '
+                     'priority; results in TensorBoard (test/...) and a '
+                     'printed line (impala_tf/periodic_test.py). 0: none.',
+                     lower_bound=0)
 # Distributed runs (the paper's jobs; see impala_tf/cluster.py).
 flags.DEFINE_enum('job_name', 'local', ['local', 'learner', 'actor'],
                   'local: learner and actors in this process; learner or '

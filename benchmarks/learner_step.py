@@ -3,7 +3,8 @@ r"""Learner and inference speed of the paper's agents (a benchmark, not a test).
 Prints one JSON line per configuration:
   * learner: shallow/deep torso, T=20 and T=100, B=32, XLA on and off, with
     learner steps/s and frames/s (frames = T * B * 4 action repeats);
-  * inference: single agent steps at batch 1, 8 and 32, steps/s.
+  * inference: single agent steps at each of --inference_batch_sizes
+    (1, 8 and 32), steps/s.
 Each line also gives the CPU seconds (all threads of the process) per call,
 the cost that `benchmarks/profile.py` cannot split between the two.
 Agents are DMLab-shaped (72x96 RGB, 9 actions, LSTM 256 core) or, with

@@ -10,6 +10,9 @@ to grey, resize), or TensorFlow's kernels. `benchmarks/profile.py` uses it.
 
 import collections
 
+# The kernel keeps 15 bytes of a thread's name (`impala_tf.os_threads`).
+_KERNEL_NAME_BYTES = 15
+_LIBRARY_THREADS = ('staging', 'dynamic_batching')
 # oneDNN's just-in-time kernels show as [JIT] or in /tmp/perf-<pid>.map.
 _TENSORFLOW_CODE = ('tensorflow', '[JIT]', 'perf-', 'dnnl', 'libiomp',
                     'libgomp')
@@ -19,7 +22,7 @@ _PREPROCESSING_NAMES = ('Palette', 'resize', 'Resize', 'preprocess',
 
 def _code_kind(frame):
   """What one callchain frame (symbol, library) is: a short word."""
-  symbol, library = frame
+  _, library = frame
   if 'libpython' in library:
     return 'Python'
   if '_multiarray' in library or 'numpy' in library:
@@ -30,7 +33,6 @@ def _code_kind(frame):
     return 'operating system'
   if '_ale_py' in library:
     return 'ALE'
-  del symbol
   return 'other native code (libc: copies, allocation)'
 
 
@@ -42,8 +44,9 @@ def part_of(thread_name, is_main_thread, frames):
     return f'learner thread: {leaf}'
   if thread_name.startswith('actor_'):
     return f'actor threads: {leaf}'
-  if thread_name in ('staging', 'dynamic_batching'):
-    return f'{thread_name} thread: {leaf}'
+  for name in _LIBRARY_THREADS:
+    if thread_name == name[:_KERNEL_NAME_BYTES]:
+      return f'{name} thread: {leaf}'
   libraries = ' '.join(library for _, library in frames)
   symbols = ' '.join(symbol for symbol, _ in frames)
   if '_ale_py' in libraries:

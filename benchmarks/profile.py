@@ -32,6 +32,7 @@ from absl import flags
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPOSITORY)
 from benchmarks import perf_samples  # pylint: disable=g-import-not-at-top,wrong-import-position
+from impala_tf import run_status  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 MAKE_TRAIN_FLAGS = ['--flagfile=atari57/atari_10m.flags',
                     '--level_name=atari/pong']
@@ -44,54 +45,41 @@ flags.DEFINE_integer('frequency', 199, 'Samples per second of CPU time of '
                      'each thread.', lower_bound=1, upper_bound=10000)
 flags.DEFINE_multi_string('experiment_flag', MAKE_TRAIN_FLAGS,
                           'An experiment.py flag for the profiled run.')
-flags.DEFINE_float('max_seconds', 900.0, 'Give up if the run has not '
-                   'started training by then.', lower_bound=1.0)
+flags.DEFINE_float('max_seconds', 900.0, 'Give up (and stop the run) if '
+                   'the measurement has not ended by then.', lower_bound=1.0)
 FLAGS = flags.FLAGS
 
-def _status(logdir):
-  try:
-    with open(os.path.join(logdir, 'status.json')) as f:
-      return json.load(f)
-  except (OSError, ValueError):
-    return None
 
-
-def _wait_for_training(logdir, process):
-  deadline = time.time() + FLAGS.max_seconds
+def _status_when(ready, logdir, process, deadline):
+  """The run's first status for which `ready(status)` holds."""
   while time.time() < deadline:
     if process.poll() is not None:
       raise SystemExit(f'profile: the run exited with {process.returncode}; '
                        f'see {logdir}/train.log')
-    status = _status(logdir)
-    if status and status.get('frames', 0) > 0:
-      return
-    time.sleep(1)
-  raise SystemExit(f'profile: no frames after {FLAGS.max_seconds:.0f} s')
-
-
-def _status_after(logdir, moment, process):
-  """The first status report written after `moment` (they come with the
-  progress lines, every few seconds)."""
-  while True:
-    if process.poll() is not None:
-      raise SystemExit(f'profile: the run exited with {process.returncode}; '
-                       f'see {logdir}/train.log')
-    status = _status(logdir)
-    if status and status['time'] > moment:
+    status = run_status.read(logdir)
+    if status and ready(status):
       return status
     time.sleep(0.2)
+  raise SystemExit(f'profile: not done after {FLAGS.max_seconds:.0f} s '
+                   '(--max_seconds)')
 
 
-def _record(process, logdir):
+def _record(process, logdir, deadline):
   """Samples the run; returns (perf.data path, the status reports just
   before and just after the sampled window)."""
   data = os.path.join(logdir, 'perf.data')
-  before = _status(logdir)
-  subprocess.run(
+  before = run_status.read(logdir)
+  result = subprocess.run(
       ['perf', 'record', '--quiet', '-F', str(FLAGS.frequency), '-g',
        '-p', str(process.pid), '-o', data, '--', 'sleep', str(FLAGS.seconds)],
-      check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-  return data, before, _status_after(logdir, time.time(), process)
+      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+      check=False)
+  if result.returncode != 0:
+    raise SystemExit('profile: perf record failed: '
+                     + (result.stderr.strip().splitlines() or ['?'])[-1])
+  end = time.time()
+  return data, before, _status_when(lambda status: status['time'] > end,
+                                    logdir, process, deadline)
 
 
 def _rates(before, after):
@@ -104,25 +92,37 @@ def _rates(before, after):
   }
 
 
+def _stop(process):
+  """Ctrl-C for the run (it writes a checkpoint); killed if it lingers."""
+  process.send_signal(signal.SIGINT)
+  try:
+    process.wait(timeout=60)
+  except subprocess.TimeoutExpired:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
 def profile(logdir):
   command = [sys.executable, 'experiment.py', *FLAGS.experiment_flag,
              f'--logdir={logdir}']
+  deadline = time.time() + FLAGS.max_seconds
   with open(os.path.join(logdir, 'train.log'), 'w') as log:
     process = subprocess.Popen(command, cwd=REPOSITORY, stdout=log,
-                               stderr=subprocess.STDOUT)
+                               stderr=subprocess.STDOUT,
+                               start_new_session=True)
   try:
-    _wait_for_training(logdir, process)
+    _status_when(lambda status: status['frames'] > 0, logdir, process,
+                 deadline)
     time.sleep(FLAGS.warmup_seconds)
-    data, before, after = _record(process, logdir)
+    data, before, after = _record(process, logdir, deadline)
   finally:
-    process.send_signal(signal.SIGINT)
-    process.wait()
+    _stop(process)
   script = subprocess.run(
       ['perf', 'script', '-i', data, '-F', 'comm,tid,ip,sym,dso'],
       check=True, capture_output=True, text=True).stdout
   samples = perf_samples.parse_perf_script(script)
   parts = perf_samples.cores_by_part(samples, process.pid, FLAGS.frequency,
-                        FLAGS.seconds)
+                                     FLAGS.seconds)
   return parts, _rates(before, after)
 
 
@@ -130,6 +130,9 @@ def main(argv):
   del argv
   if shutil.which('perf') is None:
     raise SystemExit('profile: needs Linux perf (apt-get install linux-perf)')
+  # A SIGTERM ends it as Ctrl-C would: the run is stopped, not orphaned.
+  signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(
+      'profile: stopped by SIGTERM'))
   logdir = tempfile.mkdtemp(prefix='impala_profile_')
   parts, rates = profile(logdir)
   total = sum(parts.values())

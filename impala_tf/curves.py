@@ -36,6 +36,7 @@ from absl import flags
 import numpy as np
 
 from impala_tf import output_files
+from impala_tf import run_status
 
 # The window of the running mean, in games (as the progress line's).
 WINDOW_GAMES = 100
@@ -224,8 +225,12 @@ def curve_from_csv(path, run):
 
 
 def num_levels(logdir):
-  """How many levels the run in `logdir` played (its flags.json); 1 when
-  it has none (a peer's run)."""
+  """How many levels the run in `logdir` played: its status file's levels,
+  else its flags.json's comma-separated names (runs from before the status
+  held them); 1 without either (a peer's run)."""
+  status = run_status.read(logdir)
+  if status and 'levels' in status:
+    return len(status['levels'])
   path = os.path.join(logdir, 'flags.json')
   if not os.path.exists(path):
     return 1
@@ -259,7 +264,7 @@ def load_runs(logdirs, level, frames_per_level=False):
     if not os.path.isdir(logdir):
       raise InputError(f'{logdir} is not a directory')
     curves[label], entropies[label] = _load_run(logdir, level)
-    if frames_per_level and num_levels(logdir) > 1:
+    if frames_per_level:
       curves[label], entropies[label] = _per_level(
           curves[label], entropies[label], num_levels(logdir))
   return curves, entropies

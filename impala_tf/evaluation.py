@@ -1,6 +1,6 @@
-"""Test mode: the latest checkpoint (or `test_checkpoint`) plays a fixed number of games per level
-under the suite's test protocol; the results (per level, and
-human-normalised where the suite has a benchmark) go to
+"""Test mode: the latest checkpoint (or `test_checkpoint`) plays a fixed
+number of games per level under the suite's test protocol; the results
+(per level, and human-normalised where the suite has a benchmark) go to
 `<logdir>/test_results.json` or `test_results_file`."""
 
 import collections

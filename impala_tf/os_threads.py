@@ -7,19 +7,18 @@ Linux this does nothing.
 """
 
 import ctypes
-import ctypes.util
 import sys
 import threading
 
 _PR_SET_NAME = 15
 _MAX_NAME_BYTES = 15
+# The C library already loaded into this process (Linux only).
+_LIBC = ctypes.CDLL(None) if sys.platform.startswith('linux') else None
 
 
 def name_current_thread():
   """Gives the calling thread's Python name to the operating system."""
-  if not sys.platform.startswith('linux'):
+  if _LIBC is None:
     return
   name = threading.current_thread().name.encode()[:_MAX_NAME_BYTES]
-  libc = ctypes.CDLL(ctypes.util.find_library('c'), use_errno=True)
-  libc.prctl(_PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
-
+  _LIBC.prctl(_PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)

@@ -6,6 +6,7 @@ The first learner writes `<logdir>/status.json`, another learner N
   pid: the process that wrote it (a restarted run's is new);
   state: 'training', 'stopped' (by a signal or a stop request; resumable)
     or 'finished' (the frame budget spent);
+  levels: the level names the run plays (a suite's expanded);
   frames, total_frames, updates: counts so far;
   frames_per_second: over the last progress interval; None before the
     first progress line;

@@ -130,9 +130,8 @@ def _periodic_test(config, is_chief, print_fn):
   """The first learner's `periodic_test.PeriodicTest`, if asked for."""
   if not (config.periodic_test_episodes and is_chief):
     return None
-  return periodic_test.PeriodicTest(
-      config.flags, config.logdir, config.periodic_test_episodes,
-      config.logdir, print_fn)
+  return periodic_test.PeriodicTest(config.flags, config.logdir,
+                                    config.periodic_test_episodes, print_fn)
 
 
 def _device():
@@ -159,7 +158,8 @@ def _restore(config, learner, manager, is_chief, print_fn):
   if restored:
     print_fn(f'Resuming from {restored} at {frames:,} frames.')
   status = run_status.RunStatus(
-      _learner_directory(config, is_chief), frames=frames,
+      _learner_directory(config, is_chief), levels=list(config.levels),
+      frames=frames,
       total_frames=config.total_environment_frames,
       updates=int(learner.num_updates.numpy()), resumed_from=restored,
       resumed_at_frames=frames if restored else None,

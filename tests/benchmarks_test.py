@@ -204,6 +204,9 @@ class ProfilePartsTest(tf.test.TestCase):
     self.assertEqual('staging thread: numpy', perf_samples.part_of(
         'staging', False, [('raw_array_assign_array',
                             '_multiarray_umath.cpython-311.so')]))
+    # The kernel's name of the thread: its first 15 bytes.
+    self.assertEqual('dynamic_batching thread: Python', perf_samples.part_of(
+        'dynamic_batchin', False, python))
 
   def test_other_threads_by_the_code_anywhere_in_their_callchain(self):
     ale = '_ale_py.cpython-311-x86_64-linux-gnu.so'
@@ -222,8 +225,8 @@ class ProfilePartsTest(tf.test.TestCase):
 
   def test_cores_are_samples_per_rate_and_second(self):
     samples = perf_samples.parse_perf_script(PERF_SCRIPT) * 50
-    cores = perf_samples.cores_by_part(samples, main_thread_id=101, frequency=10,
-                                  seconds=5)
+    cores = perf_samples.cores_by_part(samples, main_thread_id=101,
+                                       frequency=10, seconds=5)
     self.assertEqual({'learner thread: TensorFlow': 1.0,
                       'actor threads: Python': 1.0}, cores)
 
@@ -235,6 +238,8 @@ class ProfileBenchmarkTest(tf.test.TestCase):
   def test_a_small_pong_run_is_split_into_its_parts(self):
     result, lines = _run(
         'profile.py', '--seconds=3', '--warmup_seconds=2',
+        '--max_seconds=300',
+        '--experiment_flag=--total_environment_frames=1e7',
         '--experiment_flag=--level_name=atari/pong',
         '--experiment_flag=--num_actors=4',
         '--experiment_flag=--batch_size=2',

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from impala_tf import curves
+from impala_tf import run_status
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -183,6 +184,10 @@ class CurvesTest(tf.test.TestCase):
                      [point.step for point in entropies['multi']])
     runs, _ = curves.load_runs([multi], 'atari/pong')
     self.assertAllEqual([3000, 6000, 9000], runs['multi'].frames)
+    # A suite's name counts its levels, which the status file lists.
+    run_status.RunStatus(single, levels=['catch/plain', 'catch/memory'])
+    runs, _ = curves.load_runs([single], 'atari/pong', frames_per_level=True)
+    self.assertAllEqual([1500, 3000, 4500], runs['single'].frames)
 
   def test_a_run_without_games_is_one_line(self):
     logdir = tempfile.mkdtemp()

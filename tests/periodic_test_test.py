@@ -12,6 +12,7 @@ import threading
 
 from absl import flags
 from absl.testing import flagsaver
+from absl.testing import parameterized
 import tensorflow as tf
 
 import experiment
@@ -30,13 +31,15 @@ def _scalars(logdir, tag):
   return values
 
 
-class TestFlagsTest(tf.test.TestCase):
+class TestFlagsTest(parameterized.TestCase):
 
-  def test_the_test_child_parses_to_the_runs_own_settings(self):
+  @parameterized.parameters('local', 'learner')
+  def test_the_test_child_parses_to_the_runs_own_settings(self, job_name):
     training = pipeline_util.config(
         level_name='atari/pong,atari/breakout', num_actors=4,
         entropy_cost=0.003, epsilon=1e-5, full_action_set=True,
-        periodic_test_episodes=3, logdir='/tmp/run')
+        periodic_test_episodes=3, logdir='/tmp/run', job_name=job_name,
+        learner_hosts='localhost:8000,localhost:8010')
     argv = periodic_test.test_flags(training.flags, '/tmp/run/ckpt-5', 7,
                                     '/tmp/run/r.json')
     with flagsaver.flagsaver():
@@ -48,10 +51,13 @@ class TestFlagsTest(tf.test.TestCase):
     self.assertEqual('/tmp/run/r.json', tested.test_results_file)
     self.assertEqual(0, tested.periodic_test_episodes)
     self.assertTrue(tested.overwrite)
+    # A test plays on one machine, also for a learner task's checkpoint.
+    self.assertEqual('local', tested.job_name)
     for name, value in training.flags.items():
       if name not in ('mode', 'test_num_episodes', 'overwrite',
                       'test_checkpoint', 'test_results_file',
-                      'periodic_test_episodes'):
+                      'periodic_test_episodes', 'job_name', 'task',
+                      'learner_hosts', 'actor_hosts'):
         self.assertEqual(value, tested.flags[name], name)
 
 
@@ -96,7 +102,7 @@ class PeriodicTestTest(tf.test.TestCase):
       if line.startswith('Test mode at'):
         stop.set()
 
-    give_up = threading.Timer(200, stop.set)
+    give_up = threading.Timer(150, stop.set)
     give_up.start()
     experiment.train(pipeline_util.config(
         level_name='catch/plain', logdir=logdir,
@@ -104,24 +110,27 @@ class PeriodicTestTest(tf.test.TestCase):
         periodic_test_episodes=3), stop, print_fn)
     give_up.cancel()
     reported = [line for line in lines if line.startswith('Test mode at')]
-    self.assertLen(reported, 1, [line for line in lines if not line.startswith("frames ")][-5:])
-    match = re.match(r'Test mode at ([\d,]+) frames \((.+), 3 games per '
-                     r'level\): catch/plain (-?[\d.]+) ± ([\d.]+)$',
+    other_lines = [line for line in lines if not line.startswith('frames ')]
+    self.assertLen(reported, 1, other_lines[-5:])
+    match = re.match(r'Test mode at ([\d,]+) frames \((ckpt-\d+), 3 games '
+                     r'per level\): catch/plain (-?[\d.]+) ± ([\d.]+)$',
                      reported[0])
     self.assertIsNotNone(match, reported[0])
-    checkpoint = match.group(2)
-    with open(os.path.join(logdir, 'periodic_tests',
-                           os.path.basename(checkpoint) + '.json')) as f:
+    tests = os.path.join(logdir, 'periodic_tests')
+    with open(os.path.join(tests, match.group(2) + '.json')) as f:
       results = json.load(f)
     frames = results['environment_frames']
     self.assertEqual(frames, int(match.group(1).replace(',', '')))
-    self.assertEqual(checkpoint, results['checkpoint'])
+    # The test played a copy, removed once reported.
+    self.assertEqual(os.path.join(tests, 'copies', match.group(2)),
+                     results['checkpoint'])
+    self.assertEmpty(glob.glob(results['checkpoint'] + '.index'))
     level = results['levels']['catch/plain']
     self.assertEqual(3, level['episodes'])
     self.assertAllClose(level['mean'], float(match.group(3)), atol=0.05)
     self.assertAllClose(
         {frames: level['mean']},
-        _scalars(logdir, 'test/catch/plain/mean_return'))
+        _scalars(tests, 'test/catch/plain/mean_return'))
     # The user's own test results are not touched.
     self.assertFalse(os.path.exists(os.path.join(logdir,
                                                  'test_results.json')))
