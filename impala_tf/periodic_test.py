@@ -101,7 +101,8 @@ class _Test:
           stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
           env=_child_environment())
     except OSError:
-      self.close()
+      self.log.close()
+      _remove_checkpoint(self.checkpoint)
       raise
 
   def results(self):
@@ -113,7 +114,7 @@ class _Test:
 
   def close(self):
     """Stops the child and its session if still running; frees the copy."""
-    if getattr(self, 'process', None) and self.process.poll() is None:
+    if self.process.poll() is None:
       os.killpg(self.process.pid, signal.SIGKILL)
       self.process.wait()
     self.log.close()
