@@ -18,7 +18,9 @@ through `tf.io.gfile` (a local path, a network file system or a bucket):
                                            atomically
 
 A member is ready once past the burn-in frames and `ready_episodes` games
-after its last change. Then it publishes a snapshot and its record, reads one
+after its last change; its fitness counts only those games, so it is judged
+on its present weights and hyperparameters, not on the ones they replaced.
+Then it publishes a snapshot and its record, reads one
 other member's record drawn at random and, if that one's fitness is more than
 `exploit_threshold` higher, copies its snapshot (weights and hyperparameters,
 not its frame and update counts); then each evolved hyperparameter is
@@ -180,7 +182,7 @@ class Member:
                     if name in learner.evolving.values()]
     self._events = read_events(settings.pbt_dir, settings.member)
     self._writer = tf.summary.create_file_writer(self._directory)
-    self._games_at_change = 0
+    self._counts_at_change = {}  # progress.GameLog.counts() then.
 
   def start(self, resumed, sampled):
     """A fresh member draws `sampled` (names) from Table D.1; a resumed
@@ -197,14 +199,17 @@ class Member:
   def after_update(self, num_updates):
     """Evolves if ready: publish, maybe exploit, explore."""
     # After every update: only counts here, the means once ready.
-    frames, games = self._frames(), self._game_log.games_played()
-    if not is_ready(frames, games - self._games_at_change, self._settings):
+    frames, counts = self._frames(), self._game_log.counts()
+    games_since_change = (sum(counts.values()) -
+                          sum(self._counts_at_change.values()))
+    if not is_ready(frames, games_since_change, self._settings):
       return
-    own = fitness(self._game_log.recent_means(), self._levels,
-                  self._benchmark)
+    # Only games since the last change, not those of the weights before.
+    own = fitness(self._game_log.recent_means(since=self._counts_at_change),
+                  self._levels, self._benchmark)
     if own is None:
       return
-    self._games_at_change = games
+    self._counts_at_change = counts
     self._publish(num_updates, frames, own)
     event = {'event': 'explore', 'frames': frames, 'updates': num_updates,
              'fitness': own}

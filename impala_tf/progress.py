@@ -34,18 +34,28 @@ class GameLog:
       games, self._unwritten = self._unwritten, []
     return games
 
-  def games_played(self):
-    """Games finished so far, over all levels (cheap: no means)."""
+  def counts(self):
+    """{level: games finished so far}: a mark for `recent_means(since=)`."""
     with self._lock:
-      return sum(self._counts.values())
+      return dict(self._counts)
 
-  def recent_means(self):
-    """{level: (games so far, mean return of the last RECENT_GAMES)}."""
+  def recent_means(self, since=None):
+    """{level: (games so far, mean return of the last RECENT_GAMES)}.
+
+    Args:
+      since: None, or a mark from `counts()`: then only the games finished
+        after it count, and a level without one is left out (e.g. a PBT
+        member judged on its weights since it last changed them).
+    """
+    since = since or {}
     with self._lock:
-      return {
-          level: (self._counts[level], float(np.mean(returns)))
-          for level, returns in sorted(self._recent.items())
-      }
+      means = {}
+      for level, returns in sorted(self._recent.items()):
+        newer = min(len(returns), self._counts[level] - since.get(level, 0))
+        if newer > 0:
+          means[level] = (self._counts[level],
+                          float(np.mean(list(returns)[-newer:])))
+      return means
 
 
 def _duration(seconds):

@@ -109,6 +109,22 @@ class RuleTest(tf.test.TestCase):
                     benchmark))
 
 
+class GameLogTest(tf.test.TestCase):
+
+  def test_recent_means_since_a_mark(self):
+    game_log = progress.GameLog()
+    _play(game_log, [0.0] * 150)
+    mark = game_log.counts()
+    self.assertEqual({LEVEL: 150}, mark)
+    self.assertEqual({}, game_log.recent_means(since=mark))
+    _play(game_log, [3.0] * 2)
+    self.assertEqual({LEVEL: (152, 3.0)}, game_log.recent_means(since=mark))
+    self.assertEqual({LEVEL: (152, 0.06)}, game_log.recent_means())
+    _play(game_log, [1.0] * (progress.RECENT_GAMES + 5))
+    # Never more than the last RECENT_GAMES.
+    self.assertEqual(1.0, game_log.recent_means(since=mark)[LEVEL][1])
+
+
 class FlagsTest(tf.test.TestCase):
 
   def test_a_member_is_configured_from_the_papers_defaults(self):
@@ -192,6 +208,18 @@ class MemberTest(tf.test.TestCase):
                       event['copied_fitness']))
     record = pbt.read_records(self.pbt_dir)[0]
     self.assertEqual(-1.0, record['fitness'])
+
+  def test_after_a_copy_only_the_new_weights_games_count(self):
+    good, bad = self._member(1), self._member(0)
+    _play(self.logs[1], [1.0] * 10)
+    good.after_update(1)
+    _play(self.logs[0], [-1.0] * 10)
+    bad.after_update(1)  # Copies member 1.
+    _play(self.logs[0], [1.0] * 10)  # The copied weights play as well.
+    bad.after_update(2)
+    event = pbt.read_events(self.pbt_dir, 0)[-1]
+    # Judged on the ten games since the copy (1.0), not on all twenty (0.0).
+    self.assertEqual(('explore', 1.0), (event['event'], event['fitness']))
 
   def test_no_copy_within_the_margin_or_before_ready(self):
     other, member = self._member(1), self._member(0, exploit_threshold=0.5)
