@@ -22,10 +22,18 @@ wall-clock. With `--frames_per_level`, a run on G levels (its
 `flags.json`) is drawn against frames / G, about the frames of each level,
 since its actors play the levels round-robin: a multi-task run beside
 single-level ones at the same frames per level.
+
+A run's test-mode results are drawn on its curve as points with their
+standard deviation: those of its periodic tests while training
+(`--periodic_test_episodes`, `periodic_tests/ckpt-N.json`) and that of its
+final checkpoint (`test_results.json`), and written to
+`<output>_test_mode.csv`; a policy that got worse while the running mean,
+which averages thousands of updates' policies, hid it shows there.
 """
 
 import collections
 import csv
+import glob
 import io
 import json
 import os
@@ -61,6 +69,10 @@ Curve = collections.namedtuple(
         'running_mean',  # float64 [N]: mean of the last WINDOW_GAMES games.
         'seconds',  # float64 [N]: training wall-clock at that game.
     ])
+
+# One test-mode result of a checkpoint (experiment.py --mode=test).
+TestPoint = collections.namedtuple(
+    'TestPoint', ['frames', 'mean_return', 'std_return', 'games'])
 
 
 class InputError(Exception):
@@ -174,17 +186,41 @@ def to_csv(curves, every_frames=CSV_EVERY_FRAMES):
   return text.getvalue()
 
 
-def to_png(curves, entropies, level, frames_label='environment frames'):
-  """PNG bytes: each run's running mean return against frames; below it,
-  the policy's entropy (`entropies`: {label: [`Scalar`]})."""
+def tests_to_csv(tests):
+  """One CSV of {label: [`TestPoint`]}: run, frames, test_mean_return,
+  test_std_return, games."""
+  text = io.StringIO()
+  writer = csv.writer(text, lineterminator='\n')
+  writer.writerow(['run', 'frames', 'test_mean_return', 'test_std_return',
+                   'games'])
+  for label, points in tests.items():
+    writer.writerows([label, point.frames, f'{point.mean_return:.3f}',
+                      f'{point.std_return:.3f}', point.games]
+                     for point in points)
+  return text.getvalue()
+
+
+def to_png(curves, entropies, level, frames_label='environment frames',
+           tests=None):
+  """PNG bytes: each run's running mean return against frames, with its
+  test-mode results (`tests`: {label: [`TestPoint`]}) as points and their
+  standard deviations; below it, the policy's entropy (`entropies`:
+  {label: [`Scalar`]})."""
   import matplotlib  # Only the plot needs it.
   matplotlib.use('Agg')
   from matplotlib import pyplot
   figure, (returns_axes, entropy_axes) = pyplot.subplots(
       2, 1, figsize=(8, 7), sharex=True, height_ratios=(2, 1))
   for label, run_curve in curves.items():
-    returns_axes.plot(run_curve.frames / 1e6, run_curve.running_mean,
-                      label=label)
+    (line,) = returns_axes.plot(run_curve.frames / 1e6,
+                                run_curve.running_mean, label=label)
+    points = (tests or {}).get(label)
+    if points:
+      returns_axes.errorbar(
+          [point.frames / 1e6 for point in points],
+          [point.mean_return for point in points],
+          yerr=[point.std_return for point in points], fmt='o',
+          color=line.get_color(), capsize=3, label=f'{label}: test mode')
     points = entropies.get(label) or [Scalar(0, np.nan, 0.0)]
     entropy_axes.plot([point.step / 1e6 for point in points],
                       [point.value for point in points], label=label)
@@ -238,17 +274,34 @@ def num_levels(logdir):
     return len(json.load(f)['level_name'].split(','))
 
 
-def _per_level(run_curve, points, levels):
-  """The curve and entropy points with frames divided by `levels`."""
+def test_points(logdir, level):
+  """[`TestPoint`] of `level`, by frames: the run's periodic tests
+  (`periodic_tests/ckpt-N.json`) and its test mode (`test_results.json`)."""
+  paths = glob.glob(os.path.join(logdir, 'periodic_tests', 'ckpt-*.json'))
+  paths.append(os.path.join(logdir, 'test_results.json'))
+  points = []
+  for path in filter(os.path.isfile, paths):
+    with open(path) as f:
+      results = json.load(f)
+    result = results['levels'].get(level)
+    if result:
+      points.append(TestPoint(results['environment_frames'], result['mean'],
+                              result['std'], result['episodes']))
+  return sorted(points)
+
+
+def _per_level(run_curve, points, tests, levels):
+  """The curve, entropy and test points with frames divided by `levels`."""
   return (run_curve._replace(frames=run_curve.frames // levels),
-          [point._replace(step=point.step // levels) for point in points])
+          [point._replace(step=point.step // levels) for point in points],
+          [test._replace(frames=test.frames // levels) for test in tests])
 
 
 def load_runs(logdirs, level, frames_per_level=False):
   """({run label: Curve of `level`'s games}, {run label: [`Scalar`] of the
-  policy's entropy}) for each log directory (or LABEL=directory, or a CSV
-  this tool wrote)."""
-  curves, entropies = {}, {}
+  policy's entropy}, {run label: [`TestPoint`]}) for each log directory (or
+  LABEL=directory, or a CSV this tool wrote)."""
+  curves, entropies, tests = {}, {}, {}
   for argument in logdirs:
     # A CSV run's name may hold '=' or '#': it is all that follows '.csv#'.
     head, csv_mark, run = argument.partition('.csv#')
@@ -258,16 +311,17 @@ def load_runs(logdirs, level, frames_per_level=False):
       if not os.path.isfile(logdir):
         raise InputError(f'{logdir} is not a file')
       run, curves[label or run] = curve_from_csv(logdir, run)
-      entropies[label or run] = []
+      entropies[label or run], tests[label or run] = [], []
       continue
     label = label or os.path.basename(os.path.normpath(logdir))
     if not os.path.isdir(logdir):
       raise InputError(f'{logdir} is not a directory')
     curves[label], entropies[label] = _load_run(logdir, level)
+    tests[label] = test_points(logdir, level)
     if frames_per_level:
-      curves[label], entropies[label] = _per_level(
-          curves[label], entropies[label], num_levels(logdir))
-  return curves, entropies
+      curves[label], entropies[label], tests[label] = _per_level(
+          curves[label], entropies[label], tests[label], num_levels(logdir))
+  return curves, entropies, tests
 
 
 def _load_run(logdir, level):
@@ -305,20 +359,23 @@ def main(argv):
   if len(argv) < 2 or not FLAGS.output:
     sys.exit('curves: error: give one or more log directories and --output')
   try:
-    curves, entropies = load_runs(argv[1:], FLAGS.level,
-                                  FLAGS.frames_per_level)
-    for extension in ('csv', 'png'):
-      output_files.check_overwrite(f'{FLAGS.output}.{extension}',
-                                   FLAGS.overwrite)
+    curves, entropies, tests = load_runs(argv[1:], FLAGS.level,
+                                         FLAGS.frames_per_level)
+    outputs = {'.csv': to_csv(curves)}
+    if any(tests.values()):
+      outputs['_test_mode.csv'] = tests_to_csv(tests)
+    for ending in list(outputs) + ['.png']:
+      output_files.check_overwrite(FLAGS.output + ending, FLAGS.overwrite)
   except (InputError, FileExistsError) as error:
     sys.exit(f'curves: error: {error}')
-  output_files.write_atomically(f'{FLAGS.output}.csv', to_csv(curves))
+  for ending, text in outputs.items():
+    output_files.write_atomically(FLAGS.output + ending, text)
   frames_label = ('environment frames of the level (a run on G levels: '
                   'its frames / G)' if FLAGS.frames_per_level else
                   'environment frames')
   output_files.write_atomically(
       f'{FLAGS.output}.png',
-      to_png(curves, entropies, FLAGS.level, frames_label))
+      to_png(curves, entropies, FLAGS.level, frames_label, tests))
   for label, run_curve in curves.items():
     best = float(np.max(run_curve.running_mean))
     points = ('CSV rows' if np.isnan(run_curve.seconds).all() else 'games')
@@ -327,6 +384,10 @@ def main(argv):
           f'{run_curve.running_mean[-1]:.2f}, best {best:.2f}')
     if FLAGS.target is not None:
       print(f'  {_reached(run_curve, FLAGS.target)}')
+    if tests[label]:
+      print('  test mode: ' + ', '.join(
+          f'{point.mean_return:.1f} ± {point.std_return:.1f} at '
+          f'{point.frames:,}' for point in tests[label]))
 
 
 def _reached(run_curve, target):

@@ -38,28 +38,36 @@ def evaluate(config, domain, print_fn=print):
   latest = checkpointing.restore_for_test(learner, config.logdir,
                                             config.test_checkpoint)
   returns = _play(config, domain, levels, learner.agent, latest, print_fn)
+  results = results_of(latest, int(learner.num_environment_frames.numpy()),
+                       config.test_num_episodes, returns, domain.benchmark)
+  output_files.write_atomically(path, json.dumps(results, indent=2))
+  _print_results(results, domain.benchmark, print_fn)
+  print_fn(f'Wrote {path}.')
+  return results
+
+
+def results_of(checkpoint, environment_frames, test_num_episodes, returns,
+               benchmark):
+  """The results `evaluate` writes, from {level: [game returns]}; with the
+  human-normalised means and summary where `benchmark` knows every level."""
   per_level = {
-      level: {'mean': float(np.mean(returns[level])),
-              'std': float(np.std(returns[level])),
-              'episodes': len(returns[level])}
-      for level in levels
+      level: {'mean': float(np.mean(level_returns)),
+              'std': float(np.std(level_returns)),
+              'episodes': len(level_returns)}
+      for level, level_returns in returns.items()
   }
   results = {
-      'checkpoint': latest,
-      'environment_frames': int(learner.num_environment_frames.numpy()),
-      'test_num_episodes': config.test_num_episodes,
+      'checkpoint': checkpoint,
+      'environment_frames': environment_frames,
+      'test_num_episodes': test_num_episodes,
       'levels': per_level,
   }
-  benchmark = domain.benchmark
-  if benchmark and all(benchmark.knows(level) for level in levels):
+  if benchmark and all(benchmark.knows(level) for level in returns):
     normalized = benchmark.normalized(
         {level: result['mean'] for level, result in per_level.items()})
     for level, value in normalized.items():
       per_level[level]['human_normalized'] = value
     results['human_normalized'] = benchmark.summary(normalized)
-  output_files.write_atomically(path, json.dumps(results, indent=2))
-  _print_results(results, benchmark, print_fn)
-  print_fn(f'Wrote {path}.')
   return results
 
 
@@ -100,7 +108,7 @@ def _play(config, domain, levels, agent, checkpoint, print_fn):
                    f' return {game.episode_return:g}')
   finally:
     env.close()
-  return returns
+  return {level: returns[level] for level in levels}
 
 
 def _print_results(results, benchmark, print_fn):

@@ -3,6 +3,7 @@ real summary writer, the CSV and PNG written, one-line errors."""
 
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from impala_tf import curves
+from impala_tf import evaluation
 from impala_tf import run_status
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -106,8 +108,8 @@ class CurvesTest(tf.test.TestCase):
     self.assertEqual('run_a,30000,-20.000', rows[-1])
     with open(f'{output}.png', 'rb') as f:
       self.assertEqual(b'\x89PNG', f.read(4))
-    labelled, entropies = curves.load_runs([f'paper settings={logdir}'],
-                                           'atari/pong')
+    labelled, entropies, _ = curves.load_runs([f'paper settings={logdir}'],
+                                              'atari/pong')
     self.assertEqual(['paper settings'], list(labelled))
     self.assertEqual([(frames, 1.5) for frames, _ in pairs],
                      [(point.step, point.value)
@@ -132,8 +134,8 @@ class CurvesTest(tf.test.TestCase):
                  summary_pb2.Summary.Value(tag='train/entropy',
                                            simple_value=entropy)])))
     writer.close()
-    runs, entropies = curves.load_runs([f'sample factory={logdir}'],
-                                       'atari/pong')
+    runs, entropies, _ = curves.load_runs([f'sample factory={logdir}'],
+                                          'atari/pong')
     self.assertAllEqual([5000, 10000], runs['sample factory'].frames)
     self.assertAllClose([-20.5, -19.0], runs['sample factory'].running_mean)
     frames, seconds = curves.frames_to_reach(runs['sample factory'], -19.5)
@@ -153,7 +155,7 @@ class CurvesTest(tf.test.TestCase):
     }
     with open(path, 'w') as f:
       f.write(curves.to_csv(written))
-    runs, entropies = curves.load_runs(
+    runs, entropies, _ = curves.load_runs(
         [f'{path}#a, with a comma=and #', f'mine={path}#b'], 'atari/pong')
     self.assertEqual(['a, with a comma=and #', 'mine'], list(runs))
     # The CSV keeps the last game before each 50k frames: 40k, 80k, 120k,
@@ -176,18 +178,57 @@ class CurvesTest(tf.test.TestCase):
       self._write_games(logdir, pairs)
       with open(os.path.join(logdir, 'flags.json'), 'w') as f:
         f.write(f'{{"level_name": "{level_name}"}}')
-    runs, entropies = curves.load_runs([single, multi], 'atari/pong',
-                                       frames_per_level=True)
+    runs, entropies, _ = curves.load_runs([single, multi], 'atari/pong',
+                                          frames_per_level=True)
     self.assertAllEqual([3000, 6000, 9000], runs['single'].frames)
     self.assertAllEqual([1000, 2000, 3000], runs['multi'].frames)
     self.assertEqual([1000, 2000, 3000],
                      [point.step for point in entropies['multi']])
-    runs, _ = curves.load_runs([multi], 'atari/pong')
+    runs, _, _ = curves.load_runs([multi], 'atari/pong')
     self.assertAllEqual([3000, 6000, 9000], runs['multi'].frames)
     # A suite's name counts its levels, which the status file lists.
     run_status.RunStatus(single, levels=['catch/plain', 'catch/memory'])
-    runs, _ = curves.load_runs([single], 'atari/pong', frames_per_level=True)
+    runs, _, _ = curves.load_runs([single], 'atari/pong',
+                                  frames_per_level=True)
     self.assertAllEqual([1500, 3000, 4500], runs['single'].frames)
+
+  def test_test_mode_results_are_drawn_and_written(self):
+    logdir = os.path.join(tempfile.mkdtemp(), 'run_t')
+    self._write_games(logdir, [(1000 * i, -20.0) for i in range(1, 11)])
+    # As test mode writes them: periodic tests, then the final checkpoint.
+    results = {
+        f'{logdir}/periodic_tests/ckpt-9.json': (9000, [20.0, 16.0]),
+        f'{logdir}/periodic_tests/ckpt-3.json': (3000, [-21.0, -19.0]),
+        f'{logdir}/test_results.json': (10_000, [15.0, 15.0, 12.0]),
+    }
+    os.makedirs(f'{logdir}/periodic_tests')
+    for path, (frames, returns) in results.items():
+      with open(path, 'w') as f:
+        json.dump(evaluation.results_of('ckpt', frames, len(returns),
+                                        {'atari/pong': returns}, None), f)
+    _, _, tests = curves.load_runs([logdir], 'atari/pong')
+    self.assertEqual([(3000, -20.0, 1.0, 2), (9000, 18.0, 2.0, 2),
+                      (10_000, 14.0, np.sqrt(2.0), 3)],
+                     [tuple(point) for point in tests['run_t']])
+    output = os.path.join(tempfile.mkdtemp(), 'curve')
+    result = subprocess.run(
+        [sys.executable, '-m', 'impala_tf.curves', logdir,
+         f'--output={output}'], capture_output=True, text=True, check=False,
+        timeout=120, cwd=REPO_ROOT)
+    self.assertEqual(0, result.returncode, result.stderr)
+    self.assertIn('test mode: -20.0 ± 1.0 at 3,000, 18.0 ± 2.0 at 9,000, '
+                  '14.0 ± 1.4 at 10,000', result.stdout)
+    with open(f'{output}_test_mode.csv') as f:
+      rows = f.read().splitlines()
+    self.assertEqual(['run,frames,test_mean_return,test_std_return,games',
+                      'run_t,3000,-20.000,1.000,2',
+                      'run_t,9000,18.000,2.000,2',
+                      'run_t,10000,14.000,1.414,3'], rows)
+    # A run without test results writes no such file.
+    plain = os.path.join(tempfile.mkdtemp(), 'plain')
+    self._write_games(plain, [(1000, -20.0)])
+    _, _, tests = curves.load_runs([plain], 'atari/pong')
+    self.assertEqual({'plain': []}, tests)
 
   def test_a_run_without_games_is_one_line(self):
     logdir = tempfile.mkdtemp()
