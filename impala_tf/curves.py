@@ -72,7 +72,13 @@ Curve = collections.namedtuple(
 
 # One test-mode result of a checkpoint (experiment.py --mode=test).
 TestPoint = collections.namedtuple(
-    'TestPoint', ['frames', 'mean_return', 'std_return', 'games'])
+    'TestPoint',
+    [
+        'frames',  # int: the checkpoint's environment frames.
+        'mean_return',  # float: the mean return of its test games.
+        'std_return',  # float: their standard deviation.
+        'games',  # int: how many.
+    ])
 
 
 class InputError(Exception):
@@ -214,12 +220,12 @@ def to_png(curves, entropies, level, frames_label='environment frames',
   for label, run_curve in curves.items():
     (line,) = returns_axes.plot(run_curve.frames / 1e6,
                                 run_curve.running_mean, label=label)
-    points = (tests or {}).get(label)
-    if points:
+    tested = (tests or {}).get(label)
+    if tested:
       returns_axes.errorbar(
-          [point.frames / 1e6 for point in points],
-          [point.mean_return for point in points],
-          yerr=[point.std_return for point in points], fmt='o',
+          [point.frames / 1e6 for point in tested],
+          [point.mean_return for point in tested],
+          yerr=[point.std_return for point in tested], fmt='o',
           color=line.get_color(), capsize=3, label=f'{label}: test mode')
     points = entropies.get(label) or [Scalar(0, np.nan, 0.0)]
     entropy_axes.plot([point.step / 1e6 for point in points],
@@ -276,17 +282,24 @@ def num_levels(logdir):
 
 def test_points(logdir, level):
   """[`TestPoint`] of `level`, by frames: the run's periodic tests
-  (`periodic_tests/ckpt-N.json`) and its test mode (`test_results.json`)."""
+  (`periodic_tests/ckpt-N.json`) and its test mode (`test_results.json`).
+  Results under another name (DMLab's language levels test on `..._test`,
+  not the `..._train` they trained on) are not `level`'s."""
   paths = glob.glob(os.path.join(logdir, 'periodic_tests', 'ckpt-*.json'))
   paths.append(os.path.join(logdir, 'test_results.json'))
   points = []
   for path in filter(os.path.isfile, paths):
-    with open(path) as f:
-      results = json.load(f)
-    result = results['levels'].get(level)
-    if result:
-      points.append(TestPoint(results['environment_frames'], result['mean'],
-                              result['std'], result['episodes']))
+    try:
+      with open(path) as f:
+        results = json.load(f)
+      result = results['levels'].get(level)
+      if result:
+        points.append(TestPoint(results['environment_frames'],
+                                result['mean'], result['std'],
+                                result['episodes']))
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+      raise InputError(f'{path} is not test mode\'s results '
+                       f'({type(error).__name__}: {error})') from None
   return sorted(points)
 
 
@@ -347,7 +360,8 @@ def _define_flags():
   importing this module keep their own (e.g. experiment.py's --overwrite)."""
   flags.DEFINE_string('level', 'atari/pong', 'The level whose games to plot.')
   flags.DEFINE_string('output', None, 'Path without extension: .csv and '
-                      '.png are written there.')
+                      '.png are written there (and _test_mode.csv when a '
+                      'run has test-mode results).')
   flags.DEFINE_boolean('overwrite', False, 'Replace existing output files.')
   flags.DEFINE_float('target', None, 'Also print the frames and wall-clock '
                      'at which each run\'s running mean first reached this.')
@@ -370,6 +384,9 @@ def main(argv):
     sys.exit(f'curves: error: {error}')
   for ending, text in outputs.items():
     output_files.write_atomically(FLAGS.output + ending, text)
+  if '_test_mode.csv' not in outputs and os.path.exists(
+      f'{FLAGS.output}_test_mode.csv'):
+    os.remove(f'{FLAGS.output}_test_mode.csv')  # Another drawing's.
   frames_label = ('environment frames of the level (a run on G levels: '
                   'its frames / G)' if FLAGS.frames_per_level else
                   'environment frames')

@@ -48,8 +48,16 @@ def evaluate(config, domain, print_fn=print):
 
 def results_of(checkpoint, environment_frames, test_num_episodes, returns,
                benchmark):
-  """The results `evaluate` writes, from {level: [game returns]}; with the
-  human-normalised means and summary where `benchmark` knows every level."""
+  """The results `evaluate` writes (a dict, as JSON).
+
+  Args:
+    checkpoint: str, the checkpoint's path.
+    environment_frames: int, its frames.
+    test_num_episodes: int, games per level asked for.
+    returns: {level: [float game returns]}.
+    benchmark: a `scoring.Benchmark` or None; where it knows every level,
+      the human-normalised means and the suite's summary are added.
+  """
   per_level = {
       level: {'mean': float(np.mean(level_returns)),
               'std': float(np.std(level_returns)),

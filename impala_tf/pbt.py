@@ -18,8 +18,11 @@ through `tf.io.gfile` (a local path, a network file system or a bucket):
                                            atomically
 
 A member is ready once past the burn-in frames and `ready_episodes` games
-after its last change; its fitness counts only those games, so it is judged
-on its present weights and hyperparameters, not on the ones they replaced.
+after its last change; its fitness counts only the games finished since
+then (the last 100 per level of them), so it is judged on its present
+weights and hyperparameters, not on the ones they replaced (games under way
+at the change count too). With several levels it waits until each has
+finished a game since then.
 Then it publishes a snapshot and its record, reads one
 other member's record drawn at random and, if that one's fitness is more than
 `exploit_threshold` higher, copies its snapshot (weights and hyperparameters,
@@ -209,7 +212,6 @@ class Member:
                   self._levels, self._benchmark)
     if own is None:
       return
-    self._counts_at_change = counts
     self._publish(num_updates, frames, own)
     event = {'event': 'explore', 'frames': frames, 'updates': num_updates,
              'fitness': own}
@@ -224,6 +226,9 @@ class Member:
         self._learner.evolving.values(), self._evolve, self._rng,
         self._settings.perturb_probability, self._settings.perturb_factor)
     self._learner.evolving.assign(event['hparams'])
+    # Games the old weights finished while this turn wrote and read files
+    # are not the new ones'.
+    self._counts_at_change = self._game_log.counts()
     self._log(event)
 
   def _publish(self, num_updates, frames, own_fitness):

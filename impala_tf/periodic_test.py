@@ -9,9 +9,9 @@ and a checkpoint is newer than the last one tested, that checkpoint is
 copied to `<logdir>/periodic_tests/copies/` (training keeps only its
 newest few) and tested; checkpoints written meanwhile are skipped, and the
 final one is left to test mode. Results: `periodic_tests/ckpt-<N>.json`
-and `.log`, a printed line, and TensorBoard summaries in
-`periodic_tests/` (a run of its own; `impala_tf.curves` draws them on the
-training curve): `test/<level>/mean_return`, `test/<level>/std_return` and the
+(`impala_tf.curves` draws them on the training curve) and `.log`, a
+printed line, and TensorBoard summaries in `periodic_tests/` (a run of its
+own): `test/<level>/mean_return`, `test/<level>/std_return` and the
 suite's human-normalised summary under `test/human_normalized/`, at the
 checkpoint's frames.
 """

@@ -51,8 +51,8 @@ class GameLog:
     with self._lock:
       means = {}
       for level, returns in sorted(self._recent.items()):
-        newer = min(len(returns), self._counts[level] - since.get(level, 0))
-        if newer > 0:
+        newer = self._counts[level] - since.get(level, 0)
+        if newer > 0:  # Slicing keeps at most the RECENT_GAMES held.
           means[level] = (self._counts[level],
                           float(np.mean(list(returns)[-newer:])))
       return means

@@ -178,10 +178,14 @@ class CurvesTest(tf.test.TestCase):
       self._write_games(logdir, pairs)
       with open(os.path.join(logdir, 'flags.json'), 'w') as f:
         f.write(f'{{"level_name": "{level_name}"}}')
-    runs, entropies, _ = curves.load_runs([single, multi], 'atari/pong',
-                                          frames_per_level=True)
+    with open(os.path.join(multi, 'test_results.json'), 'w') as f:
+      json.dump(evaluation.results_of('ckpt', 9000, 1, {'atari/pong': [1.0]},
+                                      None), f)
+    runs, entropies, tests = curves.load_runs(
+        [single, multi], 'atari/pong', frames_per_level=True)
     self.assertAllEqual([3000, 6000, 9000], runs['single'].frames)
     self.assertAllEqual([1000, 2000, 3000], runs['multi'].frames)
+    self.assertEqual([3000], [point.frames for point in tests['multi']])
     self.assertEqual([1000, 2000, 3000],
                      [point.step for point in entropies['multi']])
     runs, _, _ = curves.load_runs([multi], 'atari/pong')
@@ -224,11 +228,20 @@ class CurvesTest(tf.test.TestCase):
                       'run_t,3000,-20.000,1.000,2',
                       'run_t,9000,18.000,2.000,2',
                       'run_t,10000,14.000,1.414,3'], rows)
-    # A run without test results writes no such file.
+    # Drawn again without test results: the file is the old drawing's.
     plain = os.path.join(tempfile.mkdtemp(), 'plain')
     self._write_games(plain, [(1000, -20.0)])
-    _, _, tests = curves.load_runs([plain], 'atari/pong')
-    self.assertEqual({'plain': []}, tests)
+    result = subprocess.run(
+        [sys.executable, '-m', 'impala_tf.curves', plain,
+         f'--output={output}', '--overwrite'], capture_output=True,
+        text=True, check=False, timeout=120, cwd=REPO_ROOT)
+    self.assertEqual(0, result.returncode, result.stderr)
+    self.assertFalse(os.path.exists(f'{output}_test_mode.csv'))
+    with open(f'{logdir}/test_results.json', 'w') as f:
+      f.write('{"levels": 3}')
+    with self.assertRaisesRegex(curves.InputError,
+                                'test_results.json is not test mode'):
+      curves.load_runs([logdir], 'atari/pong')
 
   def test_a_run_without_games_is_one_line(self):
     logdir = tempfile.mkdtemp()

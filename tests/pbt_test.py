@@ -43,9 +43,9 @@ def _learner(seed):
   return builders.build_learner(config, info)
 
 
-def _play(game_log, returns):
+def _play(game_log, returns, level=LEVEL):
   for episode_return in returns:
-    game_log.add(environments.FinishedGame(LEVEL, episode_return, 40, 0))
+    game_log.add(environments.FinishedGame(level, episode_return, 40, 0))
 
 
 class RuleTest(tf.test.TestCase):
@@ -121,7 +121,7 @@ class GameLogTest(tf.test.TestCase):
     self.assertEqual({LEVEL: (152, 3.0)}, game_log.recent_means(since=mark))
     self.assertEqual({LEVEL: (152, 0.06)}, game_log.recent_means())
     _play(game_log, [1.0] * (progress.RECENT_GAMES + 5))
-    # Never more than the last RECENT_GAMES.
+    # Never more than the last RECENT_GAMES: the 3.0s are gone.
     self.assertEqual(1.0, game_log.recent_means(since=mark)[LEVEL][1])
 
 
@@ -220,6 +220,23 @@ class MemberTest(tf.test.TestCase):
     event = pbt.read_events(self.pbt_dir, 0)[-1]
     # Judged on the ten games since the copy (1.0), not on all twenty (0.0).
     self.assertEqual(('explore', 1.0), (event['event'], event['fitness']))
+
+  def test_with_several_levels_each_plays_since_the_change(self):
+    levels = ['catch/memory', 'catch/timing']  # Catch: -1 is 0%, +1 100%.
+    member = pbt.Member(_settings(self.pbt_dir, 0), self.learners[0],
+                        self.logs[0], levels,
+                        experiment.domain_of(LEVEL).benchmark, seed=1,
+                        print_fn=lambda line: None)
+    for level in levels:
+      _play(self.logs[0], [1.0] * 5, level)
+    member.after_update(1)
+    _play(self.logs[0], [-1.0] * 10, levels[0])
+    member.after_update(2)  # Ten games, but none of catch/timing: waits.
+    self.assertLen(pbt.read_events(self.pbt_dir, 0), 1)
+    _play(self.logs[0], [-1.0], levels[1])
+    member.after_update(3)
+    self.assertEqual([100.0, 0.0], [event['fitness'] for event in
+                                    pbt.read_events(self.pbt_dir, 0)])
 
   def test_no_copy_within_the_margin_or_before_ready(self):
     other, member = self._member(1), self._member(0, exploit_threshold=0.5)
