@@ -46,6 +46,8 @@ import numpy as np
 from impala_tf import output_files
 from impala_tf import run_status
 
+# Where a drawing's test-mode results go: the output path, then this.
+TEST_MODE_CSV = '_test_mode.csv'
 # The window of the running mean, in games (as the progress line's).
 WINDOW_GAMES = 100
 # CSV rows: one per this many frames per run (the PNG shows every game).
@@ -377,16 +379,16 @@ def main(argv):
                                          FLAGS.frames_per_level)
     outputs = {'.csv': to_csv(curves)}
     if any(tests.values()):
-      outputs['_test_mode.csv'] = tests_to_csv(tests)
+      outputs[TEST_MODE_CSV] = tests_to_csv(tests)
     for ending in list(outputs) + ['.png']:
       output_files.check_overwrite(FLAGS.output + ending, FLAGS.overwrite)
   except (InputError, FileExistsError) as error:
     sys.exit(f'curves: error: {error}')
   for ending, text in outputs.items():
     output_files.write_atomically(FLAGS.output + ending, text)
-  if '_test_mode.csv' not in outputs and os.path.exists(
-      f'{FLAGS.output}_test_mode.csv'):
-    os.remove(f'{FLAGS.output}_test_mode.csv')  # Another drawing's.
+  stale = FLAGS.output + TEST_MODE_CSV
+  if TEST_MODE_CSV not in outputs and os.path.exists(stale):
+    os.remove(stale)  # Another drawing's.
   frames_label = ('environment frames of the level (a run on G levels: '
                   'its frames / G)' if FLAGS.frames_per_level else
                   'environment frames')

@@ -22,12 +22,12 @@ after its last change; its fitness counts only the games finished since
 then (the last 100 per level of them), so it is judged on its present
 weights and hyperparameters, not on the ones they replaced (games under way
 at the change count too). With several levels it waits until each has
-finished a game since then.
-Then it publishes a snapshot and its record, reads one
-other member's record drawn at random and, if that one's fitness is more than
-`exploit_threshold` higher, copies its snapshot (weights and hyperparameters,
-not its frame and update counts); then each evolved hyperparameter is
-multiplied by `perturb_factor` or its inverse with `perturb_probability`.
+finished a game since then. Then it publishes a snapshot and its record,
+reads one other member's record drawn at random and, if that one's fitness
+is more than `exploit_threshold` higher, copies its snapshot (weights and
+hyperparameters, not its frame and update counts); then each evolved
+hyperparameter is multiplied by `perturb_factor` or its inverse with
+`perturb_probability`.
 The hyperparameters live in the learner's variables, so a member's
 checkpoint keeps them and a restarted member rejoins where it was.
 """
