@@ -16,10 +16,14 @@ from impala_tf import pbt
 from impala_tf import run_status
 from tests import pipeline_util
 
-# With these settings and 60K frames, the worst member's mean return over
-# its last 100 games ended at 0.94 and 0.92 (seeds 1 and 2); without
-# exploit (--pbt_exploit_threshold=1e9) the two members at a learning rate
-# of 1e-7 ended at -0.68 and -0.54, random play's level (docs/pbt.md).
+# The burn-in ends after the good members have learned (their 100-game mean
+# crossed 0 at 15-21K frames when no one copied, docs/pbt.md): with a
+# burn-in of 10K, all four were still at random play's level when they first
+# compared, a good member could copy a slow one's learning rate by chance,
+# and once a whole population ended at -0.6. With 25K, the worst member's
+# mean over its last 100 games ended at 0.88 in two runs side by side;
+# without exploit (--pbt_exploit_threshold=1e9) the two members at a
+# learning rate of 1e-7 stay at random play's level (-0.68 and -0.54).
 LEARNED = 0.5
 CATCH = ['--level_name=catch/plain', '--num_actors=8', '--batch_size=8',
          '--num_action_repeats=1', '--learning_rate=0.004',
@@ -47,7 +51,7 @@ class PopulationTest(tf.test.TestCase):
     finished = subprocess.run(
         _population_command(
             pbt_dir, '--population=4', '--total_environment_frames=6e4',
-            '--pbt_burn_in_frames=1e4', '--pbt_ready_episodes=200',
+            '--pbt_burn_in_frames=2.5e4', '--pbt_ready_episodes=200',
             '--pbt_exploit_threshold=0.1',
             '--member_flags=2:--learning_rate=1e-7',
             '--member_flags=3:--learning_rate=1e-7'),
