@@ -7,8 +7,6 @@ table on stdout and a PNG plot. Each suite's `compare` module runs it:
 import collections
 import functools
 import io
-import json
-import math
 import os
 import sys
 
@@ -16,6 +14,7 @@ from absl import app
 from absl import flags
 
 from impala_tf import output_files
+from impala_tf import test_results
 
 Comparison = collections.namedtuple(
     'Comparison',
@@ -37,30 +36,17 @@ def load_results(path, benchmark):
   """{level: mean score} from `experiment.py --mode=test`'s results JSON.
 
   Raises:
-    InputError: the file cannot be read, is not JSON, lacks `levels` or a
-      level's numeric `mean`, or names a level outside the suite.
+    InputError: the file is not test mode's results (`test_results.read`)
+      or names a level outside the suite.
   """
   try:
-    with open(path) as f:
-      data = json.load(f)
-  except OSError as error:
-    raise InputError(f'cannot read {path}: {error.strerror}') from None
-  except (json.JSONDecodeError, UnicodeDecodeError) as error:
-    raise InputError(f'{path} is not JSON: {error}') from None
-  levels = data.get('levels') if isinstance(data, dict) else None
-  if not isinstance(levels, dict) or not levels:
-    raise InputError(f'{path} has no "levels" object of per-level results '
-                     '(as experiment.py --mode=test writes)')
-  scores = {}
-  for level, result in levels.items():
+    levels = test_results.read(path)['levels']
+  except test_results.FormatError as error:
+    raise InputError(str(error)) from None
+  for level in levels:
     if not benchmark.knows(level):
       raise InputError(f'{path}: {level!r} is not a {benchmark.name} level')
-    mean = result.get('mean') if isinstance(result, dict) else None
-    if (not isinstance(mean, (int, float)) or isinstance(mean, bool) or
-        not math.isfinite(mean)):
-      raise InputError(f'{path}: {level!r} lacks a numeric "mean"')
-    scores[level] = float(mean)
-  return scores
+  return {level: result['mean'] for level, result in levels.items()}
 
 
 def compare(benchmark, ours, paper_run):

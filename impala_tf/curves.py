@@ -45,6 +45,7 @@ import numpy as np
 
 from impala_tf import output_files
 from impala_tf import run_status
+from impala_tf import test_results
 
 # Where a drawing's test-mode results go: the output path, then this.
 TEST_MODE_CSV = '_test_mode.csv'
@@ -292,16 +293,13 @@ def test_points(logdir, level):
   points = []
   for path in filter(os.path.isfile, paths):
     try:
-      with open(path) as f:
-        results = json.load(f)
-      result = results['levels'].get(level)
-      if result:
-        points.append(TestPoint(results['environment_frames'],
-                                result['mean'], result['std'],
-                                result['episodes']))
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
-      raise InputError(f'{path} is not test mode\'s results '
-                       f'({type(error).__name__}: {error})') from None
+      results = test_results.read(path)
+    except test_results.FormatError as error:
+      raise InputError(str(error)) from None
+    result = results['levels'].get(level)
+    if result:
+      points.append(TestPoint(results['environment_frames'], result['mean'],
+                              result['std'], result['episodes']))
   return sorted(points)
 
 

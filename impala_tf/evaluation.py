@@ -15,6 +15,7 @@ from impala_tf import builders
 from impala_tf import checkpointing
 from impala_tf import local_actors
 from impala_tf import output_files
+from impala_tf import test_results
 from impala_tf.domain import UsageError
 
 
@@ -38,44 +39,12 @@ def evaluate(config, domain, print_fn=print):
   latest = checkpointing.restore_for_test(learner, config.logdir,
                                             config.test_checkpoint)
   returns = _play(config, domain, levels, learner.agent, latest, print_fn)
-  results = results_of(latest, int(learner.num_environment_frames.numpy()),
-                       config.test_num_episodes, returns, domain.benchmark)
+  results = test_results.build(
+      latest, int(learner.num_environment_frames.numpy()),
+      config.test_num_episodes, returns, domain.benchmark)
   output_files.write_atomically(path, json.dumps(results, indent=2))
   _print_results(results, domain.benchmark, print_fn)
   print_fn(f'Wrote {path}.')
-  return results
-
-
-def results_of(checkpoint, environment_frames, test_num_episodes, returns,
-               benchmark):
-  """The results `evaluate` writes (a dict, as JSON).
-
-  Args:
-    checkpoint: str, the checkpoint's path.
-    environment_frames: int, its frames.
-    test_num_episodes: int, games per level asked for.
-    returns: {level: [float game returns]}.
-    benchmark: a `scoring.Benchmark` or None; where it knows every level,
-      the human-normalised means and the suite's summary are added.
-  """
-  per_level = {
-      level: {'mean': float(np.mean(level_returns)),
-              'std': float(np.std(level_returns)),
-              'episodes': len(level_returns)}
-      for level, level_returns in returns.items()
-  }
-  results = {
-      'checkpoint': checkpoint,
-      'environment_frames': environment_frames,
-      'test_num_episodes': test_num_episodes,
-      'levels': per_level,
-  }
-  if benchmark and all(benchmark.knows(level) for level in returns):
-    normalized = benchmark.normalized(
-        {level: result['mean'] for level, result in per_level.items()})
-    for level, value in normalized.items():
-      per_level[level]['human_normalized'] = value
-    results['human_normalized'] = benchmark.summary(normalized)
   return results
 
 

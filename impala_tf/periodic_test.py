@@ -16,7 +16,6 @@ suite's human-normalised summary under `test/human_normalized/`, at the
 checkpoint's frames.
 """
 
-import json
 import os
 import signal
 import subprocess
@@ -28,6 +27,7 @@ import tensorflow as tf
 from impala_tf import checkpointing
 from impala_tf import cluster
 from impala_tf import progress
+from impala_tf import test_results
 
 EXPERIMENT = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -110,8 +110,7 @@ class _Test:
     """The results, or None when the child failed."""
     if self.process.returncode != 0 or not os.path.exists(self.results_file):
       return None
-    with open(self.results_file) as f:
-      return json.load(f)
+    return test_results.read(self.results_file)
 
   def close(self):
     """Stops the child and its session if still running; frees the copy."""

@@ -13,6 +13,7 @@ import tensorflow as tf
 from atari57 import paper_results
 from atari57 import scores
 from impala_tf import compare
+from impala_tf import test_results
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # (level, our mean score, random, human, IMPALA deep experts' score).
@@ -32,8 +33,10 @@ class CompareTest(tf.test.TestCase):
     self.directory = tempfile.mkdtemp()
     self.addCleanup(shutil.rmtree, self.directory)
     self.results = os.path.join(self.directory, 'test_results.json')
-    self.write({'levels': {level: {'mean': mean, 'std': 1.0, 'episodes': 2}
-                           for level, mean, _, _, _ in GAMES}})
+    self.write(test_results.build(
+        'ckpt', 10_000_000, 2,
+        {level: [mean - 1, mean + 1] for level, mean, _, _, _ in GAMES},
+        scores.BENCHMARK))
 
   def write(self, content):
     with open(self.results, 'w') as f:
@@ -95,7 +98,7 @@ class CompareTest(tf.test.TestCase):
         ({'levels': {'atari/pong': {'std': 1.0}}},
          "'atari/pong' lacks a numeric \"mean\""),
         ({'levels': {'atari/pong': {'mean': 'high'}}}, 'lacks a numeric'),
-        ({'levels': {'atari/pongg': {'mean': 1.0}}},
+        (test_results.build('ckpt', 1000, 1, {'atari/pongg': [1.0]}, None),
          "'atari/pongg' is not a Atari-57 level"),
     ]:
       self.write(content)

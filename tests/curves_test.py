@@ -14,8 +14,8 @@ import numpy as np
 import tensorflow as tf
 
 from impala_tf import curves
-from impala_tf import evaluation
 from impala_tf import run_status
+from impala_tf import test_results
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -179,8 +179,8 @@ class CurvesTest(tf.test.TestCase):
       with open(os.path.join(logdir, 'flags.json'), 'w') as f:
         f.write(f'{{"level_name": "{level_name}"}}')
     with open(os.path.join(multi, 'test_results.json'), 'w') as f:
-      json.dump(evaluation.results_of('ckpt', 9000, 1, {'atari/pong': [1.0]},
-                                      None), f)
+      json.dump(test_results.build('ckpt', 9000, 1, {'atari/pong': [1.0]},
+                                   None), f)
     runs, entropies, tests = curves.load_runs(
         [single, multi], 'atari/pong', frames_per_level=True)
     self.assertAllEqual([3000, 6000, 9000], runs['single'].frames)
@@ -208,8 +208,8 @@ class CurvesTest(tf.test.TestCase):
     os.makedirs(f'{logdir}/periodic_tests')
     for path, (frames, returns) in results.items():
       with open(path, 'w') as f:
-        json.dump(evaluation.results_of('ckpt', frames, len(returns),
-                                        {'atari/pong': returns}, None), f)
+        json.dump(test_results.build('ckpt', frames, len(returns),
+                                     {'atari/pong': returns}, None), f)
     _, _, tests = curves.load_runs([logdir], 'atari/pong')
     self.assertEqual([(3000, -20.0, 1.0, 2), (9000, 18.0, 2.0, 2),
                       (10_000, 14.0, np.sqrt(2.0), 3)],
@@ -240,7 +240,7 @@ class CurvesTest(tf.test.TestCase):
     with open(f'{logdir}/test_results.json', 'w') as f:
       f.write('{"levels": 3}')
     with self.assertRaisesRegex(curves.InputError,
-                                'test_results.json is not test mode'):
+                                'test_results.json has no "levels" object'):
       curves.load_runs([logdir], 'atari/pong')
 
   def test_a_run_without_games_is_one_line(self):
