@@ -285,9 +285,9 @@ def num_levels(logdir):
 
 def test_points(logdir, level):
   """[`TestPoint`] of `level`, by frames: the run's periodic tests
-  (`periodic_tests/ckpt-N.json`) and its test mode (`test_results.json`).
-  Results under another name (DMLab's language levels test on `..._test`,
-  not the `..._train` they trained on) are not `level`'s."""
+  (`periodic_tests/ckpt-N.json`) and its test mode (`test_results.json`),
+  under `level`'s name or the one it was tested on (DMLab's language levels
+  train on `..._train` and test on `..._test`)."""
   paths = glob.glob(os.path.join(logdir, 'periodic_tests', 'ckpt-*.json'))
   paths.append(os.path.join(logdir, 'test_results.json'))
   points = []
@@ -296,7 +296,7 @@ def test_points(logdir, level):
       results = test_results.read(path)
     except test_results.FormatError as error:
       raise InputError(str(error)) from None
-    result = results['levels'].get(level)
+    result = test_results.of_level(results, level)
     if result:
       points.append(TestPoint(results['environment_frames'], result['mean'],
                               result['std'], result['episodes']))

@@ -41,7 +41,8 @@ def evaluate(config, domain, print_fn=print):
   returns = _play(config, domain, levels, learner.agent, latest, print_fn)
   results = test_results.build(
       latest, int(learner.num_environment_frames.numpy()),
-      config.test_num_episodes, returns, domain.benchmark)
+      config.test_num_episodes, returns, domain.benchmark,
+      trained_on=dict(zip(levels, config.levels)))
   output_files.write_atomically(path, json.dumps(results, indent=2))
   _print_results(results, domain.benchmark, print_fn)
   print_fn(f'Wrote {path}.')

@@ -14,7 +14,7 @@ class FormatError(Exception):
 
 
 def build(checkpoint, environment_frames, test_num_episodes, returns,
-          benchmark):
+          benchmark, trained_on=None):
   """The results test mode writes (a dict, as JSON).
 
   Args:
@@ -24,6 +24,9 @@ def build(checkpoint, environment_frames, test_num_episodes, returns,
     returns: {level: [float game returns]}.
     benchmark: a `scoring.Benchmark` or None; where it knows every level,
       the human-normalised means and the suite's summary are added.
+    trained_on: {level played: level trained} for levels tested under
+      another name (DMLab's `..._test` levels of the `..._train` ones), kept
+      as the level's `trained_on`, so a run's curve finds its tests.
   """
   per_level = {
       level: {'mean': float(np.mean(level_returns)),
@@ -31,6 +34,9 @@ def build(checkpoint, environment_frames, test_num_episodes, returns,
               'episodes': len(level_returns)}
       for level, level_returns in returns.items()
   }
+  for level, trained in (trained_on or {}).items():
+    if trained != level:
+      per_level[level]['trained_on'] = trained
   results = {
       'checkpoint': checkpoint,
       'environment_frames': environment_frames,
@@ -44,6 +50,15 @@ def build(checkpoint, environment_frames, test_num_episodes, returns,
       per_level[level]['human_normalized'] = value
     results['human_normalized'] = benchmark.summary(normalized)
   return results
+
+
+def of_level(results, level):
+  """`results`' entry for `level` (played under its own name or trained as
+  it), or None."""
+  if level in results['levels']:
+    return results['levels'][level]
+  return next((result for result in results['levels'].values()
+               if result.get('trained_on') == level), None)
 
 
 def _is_number(value):

@@ -66,6 +66,13 @@ class DmLab30PipelineTest(tf.test.TestCase):
     self.assertCountEqual(scores.TEST_LEVELS, results['levels'])
     for level, level_result in results['levels'].items():
       self.assertEqual(1, level_result['episodes'], level)
+    # Each held-out twin names the level it was trained as.
+    trained_as = {level: result['trained_on']
+                  for level, result in results['levels'].items()
+                  if 'trained_on' in result}
+    self.assertEqual({test: train for train, test
+                      in scores.TEST_LEVEL_OF.items() if train != test},
+                     trained_as)
     normalized = scores.BENCHMARK.normalized(
         {level: r['mean'] for level, r in results['levels'].items()})
     self.assertAllClose(np.mean(np.minimum(list(normalized.values()), 100)),

@@ -40,6 +40,21 @@ class TestResultsTest(tf.test.TestCase):
     self.assertNotIn('human_normalized', built)
     self.assertNotIn('human_normalized', built['levels']['catch/plain'])
 
+  def test_a_level_tested_under_another_name_is_found_by_its_trained_one(
+      self):
+    train = 'dmlab/language_select_located_object_train'
+    test = 'dmlab/language_select_located_object_test'
+    built = test_results.build('ckpt', 10, 2, {test: [2.0, 4.0]}, None,
+                               trained_on={test: train})
+    read = test_results.read(self._write(built))
+    self.assertEqual(train, read['levels'][test]['trained_on'])
+    self.assertEqual(3.0, test_results.of_level(read, train)['mean'])
+    self.assertEqual(3.0, test_results.of_level(read, test)['mean'])
+    self.assertIsNone(test_results.of_level(read, 'dmlab/rooms_watermaze'))
+    same = test_results.build('ckpt', 10, 1, {'atari/pong': [1.0]}, None,
+                              trained_on={'atari/pong': 'atari/pong'})
+    self.assertNotIn('trained_on', same['levels']['atari/pong'])
+
   def test_a_file_that_is_not_results_is_one_line(self):
     good = test_results.build('ckpt', 1000, 2, {'atari/pong': [1.0, 3.0]},
                               None)
