@@ -286,10 +286,6 @@ def _pbt_settings(settings):
   if unknown:
     raise UsageError(f'--pbt_evolve names {", ".join(sorted(unknown))}; '
                      f'it takes {", ".join(learner_lib.EVOLVING)}')
-  for name in ('pbt_burn_in_frames', 'pbt_exploit_threshold',
-               'pbt_perturb_probability', 'pbt_perturb_factor'):
-    if math.isnan(settings[name]):
-      raise UsageError(f'--{name}=nan is out of range: it must be a number')
   if len(settings['learner_hosts']) > 1:
     raise UsageError('a population member trains with one learner: drop '
                      'the other --learner_hosts')
@@ -310,6 +306,10 @@ def _settings(flag_values, domain, num_levels):
       flag.name: flag.value
       for flag in flag_values.get_key_flags_for_module(sys.modules[__name__])
   }
+  # absl's bounds let NaN through (every comparison with it is false).
+  for name, value in settings.items():
+    if isinstance(value, float) and math.isnan(value):
+      raise UsageError(f'--{name}=nan is out of range: it must be a number')
   for name in DOMAIN_FLAGS:
     if settings[name] is None:
       settings[name] = domain.defaults[name]

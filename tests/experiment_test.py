@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+from absl import flags
 import numpy as np
 import tensorflow as tf
 
@@ -168,6 +169,15 @@ class ExperimentTest(tf.test.TestCase):
     config = pipeline_util.config(discounting=1.0, entropy_cost=0.0,
                                   momentum=0.0, max_grad_norm=0.0)
     self.assertEqual(1.0, config.learner.discounting)
+
+  def test_no_float_flag_takes_nan(self):
+    floats = [flag.name for flag in flags.FLAGS.get_key_flags_for_module(
+        experiment) if flag.flag_type() == 'float']
+    self.assertIn('pbt_burn_in_frames', floats)
+    for name in floats:
+      with self.assertRaisesRegex(experiment.UsageError,
+                                  f'--{name}=nan is out of range', msg=name):
+        pipeline_util.config(**{name: float('nan')})
 
   def test_the_learning_rate_anneals_over_the_run_unless_told(self):
     config = pipeline_util.config(total_environment_frames=1e6)
