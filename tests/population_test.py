@@ -24,7 +24,9 @@ from tests import pipeline_util
 # mean over its last 100 games ended at 0.88 in two runs side by side;
 # without exploit (--pbt_exploit_threshold=1e9) the two members at a
 # learning rate of 1e-7 stay at random play's level (-0.68 and -0.54).
-LEARNED = 0.5
+# A good member's own 100-game mean can dip to 0.56 late in a run, so the
+# bar is halfway between random play (-0.6) and a perfect catcher (1.0).
+LEARNED = 0.2
 CATCH = ['--level_name=catch/plain', '--num_actors=8', '--batch_size=8',
          '--num_action_repeats=1', '--learning_rate=0.004',
          '--entropy_cost=0.01', '--epsilon=0.01', '--progress_interval_secs=2']
