@@ -133,8 +133,10 @@ def _mean_curves(cells, level):
         _logdir(cell), f'{level}/episode_return'))
     by_setting.setdefault(cell[:3], []).append(np.interp(
         grid, run_curve.frames, run_curve.running_mean, left=np.nan))
-  return {setting: (grid, np.nanmean(runs, axis=0))
-          for setting, runs in by_setting.items()}
+  # Points before every seed's first game stay NaN (without nanmean's
+  # warning about them).
+  return {setting: (grid, np.ma.masked_invalid(runs).mean(axis=0).filled(
+      np.nan)) for setting, runs in by_setting.items()}
 
 
 def _png(cells, level):
