@@ -46,7 +46,7 @@ def load_results(path, benchmark):
   for level in levels:
     if not benchmark.knows(level):
       raise InputError(f'{path}: {level!r} is not a {benchmark.name} level')
-  return {level: result['mean'] for level, result in levels.items()}
+  return {level: float(result['mean']) for level, result in levels.items()}
 
 
 def compare(benchmark, ours, paper_run):
