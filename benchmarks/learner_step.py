@@ -16,6 +16,8 @@ actions, feed-forward core: the paper's Atari agent).
 
 import collections
 import json
+import os
+import sys
 import time
 
 from absl import app
@@ -23,9 +25,10 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
-from impala_tf import agents
-from impala_tf import learner as learner_lib
-from impala_tf import trajectory as trajectory_lib
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from impala_tf import agents  # pylint: disable=g-import-not-at-top,wrong-import-position
+from impala_tf import learner as learner_lib  # pylint: disable=g-import-not-at-top,wrong-import-position
+from impala_tf import trajectory as trajectory_lib  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 Shape = collections.namedtuple('Shape', ['observation', 'num_actions', 'core'])
 SHAPES = {
