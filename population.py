@@ -19,7 +19,6 @@ the same command resumes the population.
 
 import os
 import sys
-import time
 
 from absl import app
 from absl import flags
@@ -27,6 +26,7 @@ from absl import flags
 import experiment
 from impala_tf import child_processes
 from impala_tf import pbt
+from impala_tf import progress
 from impala_tf import run_status
 
 flags.DEFINE_integer('population', 24, 'Members (the paper: 24).',
@@ -86,9 +86,15 @@ def _member_states(config):
   return states
 
 
-def _population_line(states, frames_per_second):
-  """One line: frames in all and per second, then each member's frames,
-  fitness and hyperparameters."""
+def _population_line(states, progress_line, frames_per_second):
+  """One line: frames in all, per second and time left for the whole
+  population, then each member's frames, fitness and hyperparameters.
+
+  Args:
+    states: from `_member_states`.
+    progress_line: a `progress.ProgressLine` over all members' frames.
+    frames_per_second: float, the population's (0: unknown).
+  """
   members = []
   for index, (frames, fitness, hparams) in enumerate(states):
     fitness_text = '-' if fitness is None else f'{fitness:.2f}'
@@ -96,8 +102,8 @@ def _population_line(states, frames_per_second):
                    ' '.join(f'{ABBREVIATIONS.get(name, name)} {value:.2g}'
                             for name, value in hparams.items()))
   total = sum(frames for frames, _, _ in states)
-  return (f'population {total:,} frames, {frames_per_second:,.0f} frames/s '
-          '| ' + ' | '.join(members))
+  return (f'population {progress_line.head(total, frames_per_second)} | ' +
+          ' | '.join(members))
 
 
 def _run(argv):
@@ -123,18 +129,21 @@ def _run(argv):
         f'in {FLAGS.pbt_dir}; each member\'s output in '
         f'<pbt_dir>/member_<k>/train.log.', flush=True)
   stop = child_processes.stop_requested_by_signals()
-  status = _supervise(config, members, stop)
+  progress_line = progress.ProgressLine(
+      FLAGS.population * config.total_environment_frames,
+      config.progress_interval_secs)
+  status = _supervise(config, members, stop, progress_line)
   child_processes.stop_all(members)
-  print(_population_line(_member_states(config), 0.0), flush=True)
+  print(_population_line(_member_states(config), progress_line, 0.0),
+        flush=True)
   print('population: all members stopped.', flush=True)
   return status
 
 
-def _supervise(config, members, stop):
+def _supervise(config, members, stop, progress_line):
   """Restarts members that die and shows the population's line until all
   finish or `stop` is set; returns the exit status (1: a member died too
   often)."""
-  last_time, last_frames = time.monotonic(), None
   while not stop.wait(config.progress_interval_secs):
     if all(member.process.poll() == 0 for member in members):
       return 0
@@ -143,11 +152,8 @@ def _supervise(config, members, stop):
         lambda line: print(f'population: {line}', flush=True)):
       return 1
     states = _member_states(config)
-    frames, now = sum(state[0] for state in states), time.monotonic()
-    rate = 0.0 if last_frames is None else (frames - last_frames) / (
-        now - last_time)
-    print(_population_line(states, rate), flush=True)
-    last_time, last_frames = now, frames
+    rate = progress_line.rate_if_due(sum(state[0] for state in states))
+    print(_population_line(states, progress_line, rate or 0.0), flush=True)
   return 0
 
 

@@ -136,6 +136,18 @@ class ProgressLine:
     self._last_time, self._last_frames = now, frames
     return fps
 
+  def head(self, frames, fps):
+    """'frames F / TOTAL | R frames/s | D left', the start of every line.
+
+    Args:
+      frames: int, environment frames so far.
+      fps: float, from `rate_if_due` (0: time left unknown).
+    """
+    left = (_duration((self._total_frames - frames) / fps)
+            if fps > 0 else '?')
+    return (f'frames {frames:,} / {self._total_frames:,} | '
+            f'{fps:,.0f} frames/s | {left} left')
+
   def show(self, frames, fps, returns, extra=''):
     """Prints one line.
 
@@ -145,10 +157,7 @@ class ProgressLine:
       returns: str, e.g. from `describe_returns`.
       extra: str appended to the line.
     """
-    left = (_duration((self._total_frames - frames) / fps)
-            if fps > 0 else '?')
-    self._print(f'frames {frames:,} / {self._total_frames:,} | '
-                f'{fps:,.0f} frames/s | {left} left | return {returns}'
+    self._print(f'{self.head(frames, fps)} | return {returns}'
                 f'{" | " + extra if extra else ""}')
 
 

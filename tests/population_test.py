@@ -1,7 +1,7 @@
 """population.py end to end on Catch: a population in which two members
 start at a learning rate that cannot learn ends learned because they copy
 better members (Appendix F's exploit); Ctrl-C stops every member with a
-checkpoint and the same command resumes them all."""
+checkpoint and the same command resumes them all; the population's line."""
 
 import json
 import os
@@ -13,7 +13,9 @@ import time
 import tensorflow as tf
 
 from impala_tf import pbt
+from impala_tf import progress
 from impala_tf import run_status
+import population
 from tests import pipeline_util
 
 # The burn-in ends after the good members have learned (their 100-game mean
@@ -60,7 +62,7 @@ class PopulationTest(tf.test.TestCase):
         capture_output=True, text=True, timeout=600,
         cwd=pipeline_util.REPO_ROOT)
     self.assertEqual(0, finished.returncode, finished.stderr[-2000:])
-    self.assertIn('population 240,000 frames', finished.stdout)
+    self.assertIn('population frames 240,000 / 240,000', finished.stdout)
     finals = {}
     for member in range(4):
       status = run_status.read(os.path.join(pbt_dir, f'member_{member}'))
@@ -73,6 +75,16 @@ class PopulationTest(tf.test.TestCase):
       self.assertAllClose(1e-7, events[member][0]['hparams']['learning_rate'])
       self.assertIn('exploit', [event['event'] for event in events[member]])
     self.assertGreater(min(finals.values()), LEARNED, finals)
+
+  def test_the_line_shows_the_population_time_left_and_each_member(self):
+    states = [(3_000_000, 12.5, {'learning_rate': 1e-3, 'epsilon': 1e-5}),
+              (1_000_000, None, {'learning_rate': 4e-4, 'epsilon': 1e-7})]
+    line = population._population_line(
+        states, progress.ProgressLine(total_frames=20_000_000), 2_000.0)
+    self.assertEqual(
+        'population frames 4,000,000 / 20,000,000 | 2,000 frames/s | '
+        '2h13m left | m0 3.00M fitness 12.50 lr 0.001 eps 1e-05 | '
+        'm1 1.00M fitness - lr 0.0004 eps 1e-07', line)
 
   def test_ctrl_c_stops_every_member_with_a_checkpoint_and_it_resumes(self):
     pbt_dir = self.create_tempdir().full_path
