@@ -38,7 +38,7 @@ pytest: $(STAMP)
 BENCHMARK ?= throughput
 
 benchmark: $(STAMP)
-	PYTHONPATH=. $(PYTHON) benchmarks/$(BENCHMARK).py $(ARGS)
+	$(PYTHON) -m benchmarks.$(BENCHMARK) $(ARGS)
 
 # Reinstalled only when requirements.txt changes, so later runs start at once.
 $(STAMP): requirements.txt

@@ -13,7 +13,9 @@ frames/s and its ratio to the single-process run:
   * distributed_2_learners: the same with two synchronous learners (each
     half the batch; gradients all-reduced).
 
-  .venv/bin/python benchmarks/distributed.py [--seconds=60] [--only=NAME]
+  .venv/bin/python -m benchmarks.distributed [--seconds=60] [--only=NAME]
+
+(from the repository root, as every benchmark runs).
 """
 
 import json
@@ -28,9 +30,7 @@ import threading
 from absl import app
 from absl import flags
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO_ROOT)
-from benchmarks import progress_window  # pylint: disable=g-import-not-at-top,wrong-import-position
+from benchmarks import progress_window
 
 progress_window.define_flags(warmup_seconds=30.0)
 flags.adopt_module_key_flags(progress_window)
@@ -64,7 +64,7 @@ def measure(args):
   logdir = tempfile.mkdtemp()
   errors = open(os.path.join(logdir, 'stderr'), 'w+')  # pylint: disable=consider-using-with
   process = subprocess.Popen(
-      [sys.executable] + args + [f'--logdir={logdir}'], cwd=REPO_ROOT,
+      [sys.executable] + args + [f'--logdir={logdir}'],
       stdout=subprocess.DEVNULL, stderr=errors, text=True)
   window = progress_window.Window(FLAGS.warmup_seconds, FLAGS.seconds)
   done = threading.Event()  # Measured, or the process ended first.

@@ -11,13 +11,13 @@ Agents are DMLab-shaped (72x96 RGB, 9 actions, LSTM 256 core) or, with
 `--shape=atari`, Atari-shaped (84x84 grey, 4 stacked frames, Pong's 6
 actions, feed-forward core: the paper's Atari agent).
 
-  .venv/bin/python benchmarks/learner_step.py [--seconds=5] [--shape=atari]
+  .venv/bin/python -m benchmarks.learner_step [--seconds=5] [--shape=atari]
+
+(from the repository root, as every benchmark runs).
 """
 
 import collections
 import json
-import os
-import sys
 import time
 
 from absl import app
@@ -25,10 +25,9 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from impala_tf import agents  # pylint: disable=g-import-not-at-top,wrong-import-position
-from impala_tf import learner as learner_lib  # pylint: disable=g-import-not-at-top,wrong-import-position
-from impala_tf import trajectory as trajectory_lib  # pylint: disable=g-import-not-at-top,wrong-import-position
+from impala_tf import agents
+from impala_tf import learner as learner_lib
+from impala_tf import trajectory as trajectory_lib
 
 Shape = collections.namedtuple('Shape', ['observation', 'num_actions', 'core'])
 SHAPES = {

@@ -29,10 +29,8 @@ import time
 from absl import app
 from absl import flags
 
-REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPOSITORY)
-from benchmarks import perf_samples  # pylint: disable=g-import-not-at-top,wrong-import-position
-from impala_tf import run_status  # pylint: disable=g-import-not-at-top,wrong-import-position
+from benchmarks import perf_samples
+from impala_tf import run_status
 
 MAKE_TRAIN_FLAGS = ['--flagfile=atari57/atari_10m.flags',
                     '--level_name=atari/pong']
@@ -107,7 +105,7 @@ def profile(logdir):
              f'--logdir={logdir}']
   deadline = time.time() + FLAGS.max_seconds
   with open(os.path.join(logdir, 'train.log'), 'w') as log:
-    process = subprocess.Popen(command, cwd=REPOSITORY, stdout=log,
+    process = subprocess.Popen(command, stdout=log,
                                stderr=subprocess.STDOUT,
                                start_new_session=True)
   try:

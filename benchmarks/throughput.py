@@ -18,10 +18,12 @@ the shallow feed-forward, shallow LSTM and deep ResNet + LSTM agents (the
 language LSTM is the DMLab agents' own), 2 threads of environments or one
 thread each with dynamic batching (the paper's actors).
 
-  .venv/bin/python benchmarks/throughput.py [--seconds=60] [--only=NAME,...]
+  .venv/bin/python -m benchmarks.throughput [--seconds=60] [--only=NAME,...]
       [--level=atari57]
-  .venv/bin/python benchmarks/throughput.py --level=dmlab/seekavoid_arena_01 \
+  .venv/bin/python -m benchmarks.throughput --level=dmlab/seekavoid_arena_01 \
       --num_environments=16 --batch=32 --unroll=100
+
+(from the repository root, as every benchmark runs).
 """
 
 import json
@@ -35,8 +37,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks import progress_window  # pylint: disable=g-import-not-at-top,wrong-import-position
+from benchmarks import progress_window
 
 progress_window.define_flags(warmup_seconds=20.0)
 flags.adopt_module_key_flags(progress_window)
@@ -259,7 +260,7 @@ def main(argv):
       sys.exit(f'unknown configuration {name!r} for {FLAGS.level}; one of '
                f'{", ".join(known)}')
     result = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), f'--child={name}',
+        [sys.executable, '-m', 'benchmarks.throughput', f'--child={name}',
          f'--seconds={FLAGS.seconds}',
          f'--warmup_seconds={FLAGS.warmup_seconds}',
          f'--max_seconds={FLAGS.max_seconds}', f'--level={FLAGS.level}',

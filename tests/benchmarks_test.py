@@ -22,7 +22,6 @@ from benchmarks import throughput
 from impala_tf import run_status
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BENCHMARKS = os.path.join(REPO_ROOT, 'benchmarks')
 
 
 # DeepMind Lab's configurations run on the real engine where it is
@@ -32,13 +31,13 @@ DMLAB_PATH = os.pathsep.join(
                    [os.path.join(REPO_ROOT, 'tests', 'dmlab_stand_in')]))
 
 
-def _run(script, *args, python_path=REPO_ROOT):
-  """The JSON lines `benchmarks/script` printed, run as `make benchmark`
-  runs it."""
+def _run(name, *args, python_path=REPO_ROOT):
+  """The JSON lines `benchmarks/<name>.py` printed, run as `make benchmark`
+  runs it (a module, from the repository root)."""
   result = subprocess.run(
-      [sys.executable, os.path.join(BENCHMARKS, script), *args],
+      [sys.executable, '-m', f'benchmarks.{name}', *args],
       capture_output=True, text=True, timeout=600, check=False,
-      env=dict(os.environ, PYTHONPATH=python_path))
+      cwd=REPO_ROOT, env=dict(os.environ, PYTHONPATH=python_path))
   lines = [json.loads(line) for line in result.stdout.splitlines()
            if line.startswith('{')]
   return result, lines
@@ -112,7 +111,7 @@ class ThroughputBenchmarkTest(parameterized.TestCase):
 
   @parameterized.parameters(*throughput.CONFIGURATIONS)
   def test_configuration_runs(self, name):
-    result, lines = _run('throughput.py', f'--only={name}',
+    result, lines = _run('throughput', f'--only={name}',
                          '--num_environments=4', *SMALL_BATCHES)
     self.assertEqual(0, result.returncode, result.stderr[-2000:])
     _check(self, lines, [name], 'frames_per_second')
@@ -122,7 +121,7 @@ class DmLabThroughputBenchmarkTest(parameterized.TestCase):
 
   @parameterized.parameters(*throughput.DMLAB_CONFIGURATIONS)
   def test_configuration_runs(self, name):
-    result, lines = _run('throughput.py', f'--only={name}',
+    result, lines = _run('throughput', f'--only={name}',
                          '--level=dmlab/seekavoid_arena_01',
                          '--num_environments=2', *SMALL_BATCHES,
                          '--experiment_flag=--level_cache_dir=',
@@ -137,7 +136,7 @@ class DistributedBenchmarkTest(parameterized.TestCase):
   @parameterized.parameters('local', 'distributed_1_learner',
                             'distributed_2_learners')
   def test_configuration_runs(self, name):
-    result, lines = _run('distributed.py', f'--only={name}',
+    result, lines = _run('distributed', f'--only={name}',
                          '--num_actors=4', *SMALL_BATCHES)
     self.assertEqual(0, result.returncode, result.stderr[-2000:])
     _check(self, lines, [name], 'frames_per_second')
@@ -146,7 +145,7 @@ class DistributedBenchmarkTest(parameterized.TestCase):
     # It used to wait --max_seconds (900) for progress lines that never
     # came: in CI a launch stopped on a port in use hung this test 600 s.
     start = time.monotonic()
-    result, lines = _run('distributed.py', '--only=distributed_2_learners',
+    result, lines = _run('distributed', '--only=distributed_2_learners',
                          '--num_actor_tasks=1', '--num_actors=4',
                          *SMALL_BATCHES)
     self.assertEqual(0, result.returncode, result.stderr[-2000:])
@@ -159,7 +158,7 @@ class LearnerStepBenchmarkTest(parameterized.TestCase):
 
   @parameterized.parameters('dmlab', 'atari')
   def test_every_configuration_runs(self, shape):
-    result, lines = _run('learner_step.py', '--seconds=0.05',
+    result, lines = _run('learner_step', '--seconds=0.05',
                          '--unroll_lengths=3', '--batch_size=2',
                          f'--shape={shape}')
     self.assertEqual(0, result.returncode, result.stderr[-2000:])
@@ -237,7 +236,7 @@ class ProfileBenchmarkTest(tf.test.TestCase):
 
   def test_a_small_pong_run_is_split_into_its_parts(self):
     result, lines = _run(
-        'profile.py', '--seconds=3', '--warmup_seconds=2',
+        'profile', '--seconds=3', '--warmup_seconds=2',
         '--max_seconds=300',
         '--experiment_flag=--total_environment_frames=1e7',
         '--experiment_flag=--level_name=atari/pong',
