@@ -30,21 +30,18 @@ from absl import app
 from absl import flags
 
 from benchmarks import perf_samples
+from benchmarks import progress_window
 from impala_tf import run_status
 
 MAKE_TRAIN_FLAGS = ['--flagfile=atari57/atari_10m.flags',
                     '--level_name=atari/pong']
 
-flags.DEFINE_float('seconds', 30.0, 'Seconds sampled.', lower_bound=1.0)
-flags.DEFINE_float('warmup_seconds', 60.0, 'Seconds of training before the '
-                   'sampled window (replay fills, functions are traced).',
-                   lower_bound=0.0)
+progress_window.define_window_flags(seconds=30.0, warmup_seconds=60.0)
+flags.adopt_module_key_flags(progress_window)
 flags.DEFINE_integer('frequency', 199, 'Samples per second of CPU time of '
                      'each thread.', lower_bound=1, upper_bound=10000)
 flags.DEFINE_multi_string('experiment_flag', MAKE_TRAIN_FLAGS,
                           'An experiment.py flag for the profiled run.')
-flags.DEFINE_float('max_seconds', 900.0, 'Give up (and stop the run) if '
-                   'the measurement has not ended by then.', lower_bound=1.0)
 FLAGS = flags.FLAGS
 
 

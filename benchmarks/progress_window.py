@@ -7,7 +7,9 @@ moved. Measuring from the run's own reports rather than a wall-clock window
 keeps a short run on a slow machine from ending before it has anything to
 measure (graph building alone can take longer than a smoke test's seconds).
 
-`define_flags` defines the flags every training benchmark shares.
+`define_window_flags` defines the window's flags every benchmark of a
+training run shares (`profile.py` too); `define_flags` adds the training
+benchmarks' configuration flags.
 """
 
 from absl import flags
@@ -15,16 +17,24 @@ from absl import flags
 from impala_tf import run_status
 
 
-def define_flags(warmup_seconds):
-  """--seconds, --warmup_seconds (default `warmup_seconds`), --max_seconds,
-  --only, --batch and --unroll (the paper's 32 and 20 by default)."""
-  flags.DEFINE_float('seconds', 60.0, 'Measured seconds per configuration.',
-                     lower_bound=0.01)
+def define_window_flags(seconds, warmup_seconds):
+  """--seconds and --warmup_seconds (defaults as given) and --max_seconds:
+  the window every benchmark of a training run measures."""
+  flags.DEFINE_float('seconds', seconds, 'Measured seconds per '
+                     'configuration.', lower_bound=0.01)
   flags.DEFINE_float('warmup_seconds', warmup_seconds,
-                     'Seconds before measuring.', lower_bound=0)
+                     'Seconds of training before measuring (replay fills, '
+                     'functions are traced).', lower_bound=0)
   flags.DEFINE_float('max_seconds', 900.0, 'Seconds after which a '
-                     'configuration that has not measured gives up.',
-                     lower_bound=1)
+                     'configuration that has not measured gives up (and '
+                     'stops its run).', lower_bound=1)
+
+
+def define_flags(warmup_seconds):
+  """The window's flags (60 s measured after `warmup_seconds`), --only,
+  --batch and --unroll (the paper's 32 and 20 by default): the training
+  benchmarks' configurations."""
+  define_window_flags(60.0, warmup_seconds)
   flags.DEFINE_list('only', [], 'Run only these configurations.')
   flags.DEFINE_integer('batch', 32, 'Trajectories per learner batch '
                        '(experiment.py\'s --batch_size).', lower_bound=1)
