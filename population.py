@@ -10,11 +10,12 @@ of this command, `--logdir=<pbt_dir>/member_<k>`, `--pbt_member=<k>` and
 member a flag of its own. Members meet only in `--pbt_dir`, so members on
 other machines (any `experiment.py` or `launch.py` run with the same
 `--pbt_dir` and their own `--pbt_member`) join the same population. One
-progress line shows every member's frames, fitness and hyperparameters; a
-member's output goes to `<pbt_dir>/member_<k>/train.log`. A member that
-dies is started again (it resumes from its checkpoint), up to
-`--max_restarts` times. Ctrl-C stops them all, each writing a checkpoint;
-the same command resumes the population.
+progress line shows the population's frames, frames/s and time left, then
+every member's frames, fitness and hyperparameters; a member's output
+goes to `<pbt_dir>/member_<k>/train.log`. A member that dies is started
+again (it resumes from its checkpoint), up to `--max_restarts` times.
+Ctrl-C stops them all, each writing a checkpoint; the same command resumes
+the population.
 """
 
 import os
