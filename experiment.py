@@ -96,6 +96,10 @@ flags.DEFINE_enum('off_policy_correction', 'vtrace',
                   '(the paper\'s Sec. 5.2.1): vtrace, one_step (importance '
                   'weights on the policy gradient only), epsilon (log(pi + '
                   '1e-6), no correction) or none.')
+flags.DEFINE_float('vtrace_lambda', 1.0, 'lambda of the paper\'s Remark 2: '
+                   'every trace c_i is lambda * min(c_bar, pi/mu); 1 (the '
+                   'paper\'s runs) gives V-trace as in its eq. 1, below 1 '
+                   'shorter, lower-variance targets.')
 flags.DEFINE_float('replay_proportion', 0.0, 'Experience replay (the '
                    'paper\'s Sec. 5.2.2, which uses 0.5): the part of each '
                    'batch drawn uniformly from the last --replay_capacity '

@@ -81,7 +81,7 @@ def benchmark_learner(torso, unroll_length, batch_size, xla, seconds):
       num_action_repeats=NUM_ACTION_REPEATS, decay=0.99, momentum=0.0,
       epsilon=0.1, max_grad_norm=40.0, discounting=0.99, baseline_cost=0.5,
       entropy_cost=0.00025, reward_clipping='abs_one',
-      off_policy_correction='vtrace')
+      off_policy_correction='vtrace', vtrace_lambda=1.0)
   learner = learner_lib.Learner(agent, hparams, xla=xla)
   batch = tf.nest.map_structure(
       tf.convert_to_tensor,

@@ -32,7 +32,8 @@ Targets = collections.namedtuple(
 
 
 def targets(correction, behaviour_policy_logits, target_policy_logits,
-            actions, discounts, rewards, values, bootstrap_value):
+            actions, discounts, rewards, values, bootstrap_value,
+            vtrace_lambda=1.0):
   """Value targets and policy-gradient advantages under `correction`.
 
   Args:
@@ -46,6 +47,9 @@ def targets(correction, behaviour_policy_logits, target_policy_logits,
     rewards: float32 `[T, B]` r_t.
     values: float32 `[T, B]` V(x_t).
     bootstrap_value: float32 `[B]` V(x_T).
+    vtrace_lambda: lambda of Remark 2, scaling every trace c_i, whatever the
+      correction: below 1 the value targets become lambda-returns (the
+      on-policy ones of 'none', 'one_step' and 'epsilon' included).
 
   Returns:
     `Targets` of float32 `[T, B]`: `vs` (the baseline's targets),
@@ -64,7 +68,7 @@ def targets(correction, behaviour_policy_logits, target_policy_logits,
   weights = log_rhos if correction == 'vtrace' else tf.zeros_like(log_rhos)
   returns = vtrace.from_importance_weights(
       log_rhos=weights, discounts=discounts, rewards=rewards, values=values,
-      bootstrap_value=bootstrap_value)
+      bootstrap_value=bootstrap_value, lambda_=vtrace_lambda)
   pg_advantages = returns.pg_advantages
   if correction == 'one_step':
     pg_advantages *= tf.stop_gradient(tf.minimum(1.0, tf.exp(log_rhos)))

@@ -31,6 +31,7 @@ LearnerHParams = collections.namedtuple(
         'entropy_cost',  # Weight of the entropy loss.
         'reward_clipping',  # One of losses.REWARD_CLIPPING_MODES.
         'off_policy_correction',  # One of corrections.CORRECTIONS.
+        'vtrace_lambda',  # lambda of the traces (Remark 2); 1: the paper's.
     ])
 
 
@@ -49,6 +50,7 @@ HPARAM_RANGES = {
     'epsilon': ('> 0', lambda x: x > 0),
     'max_grad_norm': ('>= 0 (0: no clipping)', lambda x: x >= 0),
     'discounting': ('in [0, 1]', lambda x: 0 <= x <= 1),
+    'vtrace_lambda': ('in [0, 1]', lambda x: 0 <= x <= 1),
     'baseline_cost': ('>= 0', lambda x: x >= 0),
     'entropy_cost': ('>= 0', lambda x: x >= 0),
     'replay_proportion': ('in [0, 1)', lambda x: 0 <= x < 1),
@@ -157,6 +159,7 @@ def impala_loss(agent, hparams, entropy_cost, trajectory, use_cudnn):
   actions = agent_outputs.action[1:]
   targets = corrections.targets(
       hparams.off_policy_correction,
+      vtrace_lambda=hparams.vtrace_lambda,
       behaviour_policy_logits=agent_outputs.policy_logits[1:],
       target_policy_logits=target_logits,
       actions=actions,

@@ -60,6 +60,22 @@ class CorrectionsTest(tf.test.TestCase):
             'discounts', 'rewards', 'values', 'bootstrap_value')})
     self._check('vtrace', expected_vs, expected_advantages, inputs)
 
+  def test_lambda_scales_the_traces_of_every_correction(self):
+    inputs = _inputs(3)
+    for correction, log_rhos in [('vtrace', _log_rhos(inputs)),
+                                 ('none', np.zeros_like(_log_rhos(inputs)))]:
+      expected_vs, expected_advantages = reference.direct_sum_vtrace(
+          log_rhos=log_rhos, rho_bar=1.0, pg_rho_bar=1.0, c_bar=1.0,
+          lambda_=0.8, **{k: inputs[k] for k in (
+              'discounts', 'rewards', 'values', 'bootstrap_value')})
+      targets = corrections.targets(correction, vtrace_lambda=0.8, **inputs)
+      self.assertAllClose(expected_vs, targets.vs, rtol=1e-4, atol=1e-4)
+      self.assertAllClose(expected_advantages, targets.pg_advantages,
+                          rtol=1e-4, atol=1e-4)
+    # Below 1, the targets differ from the paper's lambda of 1.
+    self.assertNotAllClose(corrections.targets('vtrace', **inputs).vs,
+                           targets.vs)
+
   def test_no_correction_treats_experience_as_on_policy(self):
     inputs = _inputs(1)
     self._check('none', *_on_policy(inputs), inputs)

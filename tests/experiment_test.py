@@ -161,14 +161,17 @@ class ExperimentTest(tf.test.TestCase):
         ('epsilon', 0.0), ('decay', 1.0), ('momentum', -0.5),
         ('max_grad_norm', -1.0), ('total_environment_frames', float('nan')),
         ('learning_rate_anneal_frames', float('inf')),
+        ('vtrace_lambda', 1.01), ('vtrace_lambda', -0.1),
     ]:
       with self.assertRaisesRegex(experiment.UsageError,
                                   f'--{name}=.* is out of range', msg=name):
         pipeline_util.config(**{name: bad_value})
     # The edges of each range are allowed.
     config = pipeline_util.config(discounting=1.0, entropy_cost=0.0,
-                                  momentum=0.0, max_grad_norm=0.0)
+                                  momentum=0.0, max_grad_norm=0.0,
+                                  vtrace_lambda=0.0)
     self.assertEqual(1.0, config.learner.discounting)
+    self.assertEqual(0.0, config.learner.vtrace_lambda)
 
   def test_no_float_flag_takes_nan(self):
     floats = [flag.name for flag in flags.FLAGS.get_key_flags_for_module(

@@ -17,7 +17,7 @@ def make_hparams(**overrides):
       num_action_repeats=4, decay=0.99, momentum=0.0, epsilon=0.01,
       max_grad_norm=40.0, discounting=0.99, baseline_cost=0.5,
       entropy_cost=0.01, reward_clipping='abs_one',
-      off_policy_correction='vtrace')
+      off_policy_correction='vtrace', vtrace_lambda=1.0)
   return hparams._replace(**overrides)
 
 
