@@ -177,6 +177,18 @@ class LearnerTest(tf.test.TestCase):
     self.assertAllClose(step / weights, stats['update_to_weight_ratio'],
                         rtol=1e-3)
 
+  def test_vtrace_lambda_reaches_the_loss(self):
+    # corrections_test checks the targets for each lambda against the direct
+    # sum; here: the learner's loss uses the lambda of its hparams.
+    agent = make_agent('feedforward')
+    batch = fixed_batch(agent)
+    baseline_losses = [
+        learner_lib.impala_loss(agent, make_hparams(vtrace_lambda=lambda_),
+                                0.01, batch, use_cudnn=False)[1]
+        ['baseline_loss'].numpy() for lambda_ in (1.0, 0.5, 1.0)]
+    self.assertEqual(baseline_losses[0], baseline_losses[2])
+    self.assertNotAllClose(baseline_losses[0], baseline_losses[1])
+
   def test_torso_dead_fraction_against_numpy(self):
     agent = make_agent('lstm')
     bias = np.zeros([agents.CORE_SIZE], np.float32)
