@@ -11,6 +11,7 @@ here). Reads the `learner/<tag>` summaries the learner writes; what they
 showed about Pong is in docs/learning.md.
 """
 
+import os
 import sys
 
 from absl import app
@@ -80,6 +81,8 @@ def main(argv):
   runs, at_frames = _parse(argv[1:])
   summaries = {}
   for label, logdir in runs.items():
+    if not os.path.isdir(logdir):
+      sys.exit(f'learner_health: error: {logdir} is not a directory')
     events = curves.load_events(logdir)
     summaries[label] = {tag: curves.scalars(events, f'learner/{tag}')
                         for tag in FLAGS.tags}

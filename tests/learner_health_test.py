@@ -66,6 +66,7 @@ class LearnerHealthTest(tf.test.TestCase):
     empty = tempfile.mkdtemp()
     for args, message in [
         ([f'run={empty}'], 'has none of the learner/ summaries'),
+        ([f'run={empty}/missing'], 'is not a directory'),
         ([f'run={empty}', '--at_frames=soon'], 'must be numbers'),
         ([], 'give one or more LABEL=LOGDIR runs'),
     ]:
