@@ -46,10 +46,12 @@ class LearningTest(tf.test.TestCase):
     return returns
 
   def test_feedforward_agent_learns_catch(self):
-    # Usually 0.84-0.96; seed 1 once ended at 0.48 in CI (and earlier at
-    # 0.72 when the threshold was 0.8).
+    # Usually 0.84-0.96 at 120k frames; seed 1 once ended at 0.48 in CI
+    # (and earlier at 0.72 when the threshold was 0.8). Seeds 1 and 2 beside
+    # a Pong training run crossed 0.5 by 50-60k frames and were at 0.86 and
+    # 1.00 at 80k.
     returns = self._seeds_until_one_passes(
-        FEEDFORWARD_RETURN, 'catch/plain', 'feedforward', 120_000)
+        FEEDFORWARD_RETURN, 'catch/plain', 'feedforward', 80_000)
     self.assertGreater(max(returns), FEEDFORWARD_RETURN,
                        f'every seed stalled: {returns}')
 
@@ -65,9 +67,11 @@ class LearningTest(tf.test.TestCase):
     # stalled, at 0.50 (seed 1, once in CI and once alone; the other six
     # ended at 0.98-1.0). So a second seed runs when the first stalls: a
     # sound learner fails both about 1 time in 16, a broken one
-    # (tests/README.md) every time.
+    # (tests/README.md) every time. Beside a Pong training run seeds 2 and 3
+    # were at 0.96-1.00 from 100k frames; seed 1 wavered between 0.50 and
+    # 0.72 from 60k to 200k.
     returns = self._seeds_until_one_passes(
-        MEMORY_RETURN, 'catch/memory', 'lstm', 200_000, entropy_cost=0.03)
+        MEMORY_RETURN, 'catch/memory', 'lstm', 150_000, entropy_cost=0.03)
     self.assertGreater(max(returns), MEMORY_RETURN,
                        f'every seed stalled: {returns}')
 
