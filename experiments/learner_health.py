@@ -64,8 +64,9 @@ def _parse(argv):
   on bad input."""
   runs = {}
   for arg in argv:
-    label, _, logdir = arg.rpartition('=')
-    runs[label or logdir] = logdir
+    label, logdir = curves.split_label(arg)
+    # Unlabelled, a run is named by its folder, as in impala_tf.curves.
+    runs[label or os.path.basename(os.path.normpath(logdir))] = logdir
   try:
     at_frames = [float(frames) for frames in FLAGS.at_frames]
   except ValueError:

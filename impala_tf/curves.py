@@ -310,6 +310,13 @@ def _per_level(run_curve, points, tests, levels):
           [test._replace(frames=test.frames // levels) for test in tests])
 
 
+def split_label(argument):
+  """(label, path) of a command line's LABEL=PATH, label '' without one.
+  The last '=' splits: a label may hold '=', a path may not."""
+  label, _, path = argument.rpartition('=')
+  return label, path
+
+
 def load_runs(logdirs, level, frames_per_level=False):
   """({run label: Curve of `level`'s games}, {run label: [`Scalar`] of the
   policy's entropy}, {run label: [`TestPoint`]}) for each log directory (or
@@ -319,7 +326,7 @@ def load_runs(logdirs, level, frames_per_level=False):
     # A CSV run's name may hold '=' or '#': it is all that follows '.csv#'.
     head, csv_mark, run = argument.partition('.csv#')
     head += '.csv' if csv_mark else ''
-    label, _, logdir = head.rpartition('=')
+    label, logdir = split_label(head)
     if logdir.endswith('.csv'):
       if not os.path.isfile(logdir):
         raise InputError(f'{logdir} is not a file')

@@ -56,11 +56,12 @@ class LearnerHealthTest(tf.test.TestCase):
       for step, dead in [(30_000, 0.8), (1_000_000, 0.4), (2_900_000, 0.1)]:
         tf.summary.scalar('learner/torso_dead_fraction', dead, step=step)
     writer.close()
-    result = self._run(f'seed 1={logdir}', '--tags=torso_dead_fraction',
-                       '--at_frames=1e5,3e6')
+    # Unlabelled, a run is named by its folder (as impala_tf.curves does).
+    result = self._run(f'seed 1={logdir}', logdir + os.sep,
+                       '--tags=torso_dead_fraction', '--at_frames=1e5,3e6')
     self.assertEqual(0, result.returncode, result.stderr)
-    self.assertEqual('| seed 1 | 0.80 | 0.10 |',
-                     result.stdout.strip().splitlines()[-1])
+    self.assertEqual(['| seed 1 | 0.80 | 0.10 |', '| run | 0.80 | 0.10 |'],
+                     result.stdout.strip().splitlines()[-2:])
 
   def test_bad_input_is_one_line(self):
     empty = tempfile.mkdtemp()
