@@ -133,16 +133,14 @@ class ExperimentTest(tf.test.TestCase):
     self.assertIn('oneDNN', verbose.stderr)
 
   def test_bad_input_gets_one_line_errors(self):
+    # A process per way out: a configuration error (`UsageError`; the rest
+    # of them in-process, below), absl's flag check, and two found later.
     logdir = self.create_tempdir().full_path
     a_file = self.create_tempfile().full_path
     for flags, message in [
         (['--level_name=atari/pongg'], 'unknown Atari game'),
-        (['--level_name=doom/e1m1'], 'unknown level'),
-        (['--level_name=atari/pong,atari/pongg'], 'unknown Atari game'),
-        (['--level_name=atari57', '--num_actors=8'], 'fewer than the 57'),
         (['--batch_size=0'], 'batch_size'),
         (['--mode=test', f'--logdir={logdir}'], 'no checkpoint'),
-        (['--learning_rate=-1'], '--learning_rate=-1.0 is out of range'),
         ([f'--logdir={a_file}'], 'it is a file'),
     ]:
       result = run_experiment(*flags)
@@ -153,6 +151,16 @@ class ExperimentTest(tf.test.TestCase):
       last_lines = '\n'.join(result.stderr.strip().splitlines()[-2:])
       self.assertIn(message, last_lines, flags)
 
+  def test_bad_levels_are_refused(self):
+    for overrides, message in [
+        (dict(level_name='doom/e1m1'), 'unknown level'),
+        (dict(level_name='atari/pong,atari/pongg'), 'unknown Atari game'),
+        (dict(level_name='atari57', num_actors=8), 'fewer than the 57'),
+    ]:
+      with self.assertRaisesRegex(experiment.UsageError, message,
+                                  msg=overrides):
+        pipeline_util.config(**overrides)
+
   def test_every_hyperparameter_is_range_checked(self):
     for name, bad_value in [
         ('learning_rate', 0.0), ('learning_rate', float('inf')),
@@ -162,6 +170,7 @@ class ExperimentTest(tf.test.TestCase):
         ('max_grad_norm', -1.0), ('total_environment_frames', float('nan')),
         ('learning_rate_anneal_frames', float('inf')),
         ('vtrace_lambda', 1.01), ('vtrace_lambda', -0.1),
+        ('learning_rate', -1.0),
     ]:
       with self.assertRaisesRegex(experiment.UsageError,
                                   f'--{name}=.* is out of range', msg=name):
