@@ -68,6 +68,10 @@ flags.DEFINE_enum('agent', 'shallow', list(agents.TORSOS), 'The torso.')
 flags.DEFINE_enum('core', None, list(agents.CORES),
                   'The core; default per domain (Atari: feedforward, '
                   'DMLab: lstm).')
+flags.DEFINE_boolean('normalize_frames', False, 'Normalise each pixel by '
+                     'its running mean and standard deviation before the '
+                     'torso (not the paper\'s: it feeds frames / 255); '
+                     'impala_tf/frame_normalizer.py says why.')
 flags.DEFINE_integer('num_actors', 64, 'Environments acting in parallel, '
                      'each an actor of the paper (64 keeps 2 CPU cores busy '
                      'for Atari; docs/benchmarks.md).', lower_bound=1)

@@ -24,7 +24,7 @@ def run_actor_task(config, domain, stop, print_fn=print):
   agent = builders.build_agent(config.agent, info, config.seed)
   address = cluster_lib.learner_of_actor(cluster, config.task)
   transport = rpc_client.RemoteTransport(
-      address, config.task, agent.trainable_variables,
+      address, config.task, agent.acting_variables,
       config.connect_timeout_secs, print_fn)
   print_fn(f'Actor {config.task} ({config.actor_hosts[config.task]}): '
            f'{len(level_names)} environments of {config.level_name}, '

@@ -15,6 +15,7 @@ import collections
 
 import tensorflow as tf
 
+from impala_tf import frame_normalizer
 from impala_tf import lstm
 # The agent's input is what environments output.
 from impala_tf.environments import EnvOutput
@@ -39,9 +40,11 @@ Unrolled = collections.namedtuple(
 TORSOS = ('shallow', 'deep')
 CORES = ('lstm', 'feedforward')
 
-# Which agent a run trains: the torso (one of TORSOS) and the core (one of
-# CORES).
-AgentSpec = collections.namedtuple('AgentSpec', ['torso', 'core'])
+# Which agent a run trains: the torso (one of TORSOS), the core (one of
+# CORES) and whether its frames are normalised per pixel
+# (`frame_normalizer`; else frames / 255, as the paper).
+AgentSpec = collections.namedtuple('AgentSpec',
+                                   ['torso', 'core', 'normalize_frames'])
 CORE_SIZE = 256
 
 
@@ -104,6 +107,11 @@ class Embedding(tf.Module):
   def __call__(self, ids):
     """int32 `[...]` -> float32 `[..., size]`."""
     return tf.gather(self.table, ids)
+
+
+def _scaled(frames):
+  """uint8 frames -> float32 in [0, 1]."""
+  return tf.cast(frames, tf.float32) / 255.0
 
 
 def _flatten(x):
@@ -232,6 +240,7 @@ class Agent(tf.Module):
                torso='shallow',
                core='lstm',
                use_instruction=False,
+               normalize_frames=False,
                seed=0,
                name=None):
     """Builds every variable.
@@ -244,6 +253,8 @@ class Agent(tf.Module):
         (the paper's Atari agents; the core state is then `()`).
       use_instruction: encode `EnvOutput.instruction` (DMLab language
         levels) and feed it to the core.
+      normalize_frames: normalise frames / 255 by their running per-pixel
+        statistics (`frame_normalizer`) before the torso.
       seed: initialisation seed.
       name: module name.
     """
@@ -256,6 +267,9 @@ class Agent(tf.Module):
     self.observation_shape = tuple(observation_shape)
     torso_class = ShallowTorso if torso == 'shallow' else DeepTorso
     with self.name_scope:
+      self.frame_normalizer = (
+          frame_normalizer.FrameNormalizer(observation_shape)
+          if normalize_frames else None)
       self.torso = torso_class(observation_shape, seed)
       core_input_size = CORE_SIZE + 1 + num_actions  # Torso, reward, action.
       self.instruction_encoder = None
@@ -273,6 +287,32 @@ class Agent(tf.Module):
     """The number of trainable weights."""
     return sum(v.shape.num_elements() for v in self.trainable_variables)
 
+  @property
+  def acting_variables(self):
+    """What actors need from the learner: the weights, and the frame
+    statistics when frames are normalised."""
+    statistics = (self.frame_normalizer.variables
+                  if self.frame_normalizer else ())
+    return tuple(self.trainable_variables) + tuple(statistics)
+
+  def frame_moments(self, frames, weights):
+    """`frame_normalizer.batch_moments` of frames as the torso sees them
+    before normalisation; () without frame normalisation.
+
+    Args:
+      frames: uint8 `[T, B, H, W, C]`.
+      weights: float32 `[B]`, 1 for the trajectories to count, else 0.
+    """
+    if not self.frame_normalizer:
+      return ()
+    return frame_normalizer.batch_moments(_scaled(frames), weights)
+
+  def update_frame_statistics(self, *moments):
+    """Adds `frame_moments` (of a batch, or summed over learners) to the
+    frame statistics; nothing without frame normalisation."""
+    if moments:
+      self.frame_normalizer.update(*moments)
+
   def initial_state(self, batch_size):
     """The core state before an episode: `LSTMState` of `[B, 256]`, or ()."""
     return self.core.initial_state(batch_size) if self.core else ()
@@ -289,7 +329,9 @@ class Agent(tf.Module):
     Returns:
       float32 `[N, 256 + 1 + A (+ 64 with instructions)]`.
     """
-    frames = tf.cast(env_outputs.frame, tf.float32) / 255.0
+    frames = _scaled(env_outputs.frame)
+    if self.frame_normalizer:
+      frames = self.frame_normalizer(frames)
     inputs = [
         self.torso(frames),
         tf.clip_by_value(env_outputs.reward, -1.0, 1.0)[:, None],

@@ -9,7 +9,8 @@ def build_agent(spec, info, seed):
   `domain.EnvironmentInfo`."""
   return agents.Agent(info.num_actions, info.frame_shape, torso=spec.torso,
                       core=spec.core,
-                      use_instruction=info.instruction_length > 0, seed=seed)
+                      use_instruction=info.instruction_length > 0,
+                      normalize_frames=spec.normalize_frames, seed=seed)
 
 
 def build_learner(config, info, strategy=None):

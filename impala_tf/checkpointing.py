@@ -14,7 +14,8 @@ from impala_tf.domain import UsageError
 
 # The settings a checkpoint's network and run depend on, with the suite's
 # own (its Domain.run_defining_flags); a resumed run must keep them.
-RUN_DEFINING_FLAGS = ('level_name', 'agent', 'core', 'num_action_repeats')
+RUN_DEFINING_FLAGS = ('level_name', 'agent', 'core', 'normalize_frames',
+                      'num_action_repeats')
 MAX_TO_KEEP = 3
 
 
@@ -153,7 +154,8 @@ def restore_for_test(learner, logdir, checkpoint=''):
   its path.
 
   Raises:
-    UsageError: there is none, or `checkpoint` is not one.
+    UsageError: there is none, `checkpoint` is not one, or it was trained
+      with frame normalisation and `learner` is without it, or the reverse.
   """
   if checkpoint:
     if not tf.io.gfile.exists(checkpoint + '.index'):
@@ -164,6 +166,13 @@ def restore_for_test(learner, logdir, checkpoint=''):
     latest = tf.train.latest_checkpoint(directory(logdir))
   if latest is None:
     raise UsageError(f'no checkpoint in {directory(logdir)}; train first')
+  # Restoring skips what is missing on either side, so say it here.
+  trained_normalized = any('/frame_normalizer/' in name
+                           for name, _ in tf.train.list_variables(latest))
+  if trained_normalized != bool(learner.agent.frame_normalizer):
+    raise UsageError(
+        f'{latest} was trained {"with" if trained_normalized else "without"}'
+        ' --normalize_frames; test it the same way')
   tf.train.Checkpoint(learner=learner).restore(latest).expect_partial()
   return latest
 

@@ -327,8 +327,16 @@ class Learner(tf.Module):
   def _train_step(self, replayed, agent_state, env_outputs, agent_outputs):
     gradients, stats, frames = self._gradients(replayed, agent_state,
                                                env_outputs, agent_outputs)
+    self.agent.update_frame_statistics(
+        *self._new_frame_moments(replayed, env_outputs))
     stats.update(self._apply(gradients, frames))
     return stats
+
+  def _new_frame_moments(self, replayed, env_outputs):
+    """`Agent.frame_moments` of the new trajectories' frames (each
+    trajectory's first frame is its predecessor's last, counted there)."""
+    return self.agent.frame_moments(
+        env_outputs.frame[1:], 1.0 - tf.cast(replayed, tf.float32))
 
   def _synchronous_step(self, replayed, agent_state, env_outputs,
                         agent_outputs):
@@ -339,6 +347,11 @@ class Learner(tf.Module):
       # The losses are sums over the batch: summed gradients are those of
       # the learners' batches taken as one.
       gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+      moments = self._new_frame_moments(replayed, env_outputs)
+      if moments:
+        # Every learner adds all learners' new frames: one set of statistics.
+        self.agent.update_frame_statistics(
+            *context.all_reduce(tf.distribute.ReduceOp.SUM, moments))
       # Every learner's batch holds as many new trajectories (same size,
       # same replay proportion).
       stats.update(self._apply(

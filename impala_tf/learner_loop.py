@@ -29,10 +29,10 @@ def batch_lags(num_updates, batch):
 
 
 def weights_fingerprint(agent):
-  """The sum of the agent's weights' absolute values: equal on learners
-  that hold one set of weights."""
+  """The sum of the absolute values of the agent's weights (and frame
+  statistics): equal on learners that hold one set of them."""
   return float(sum(tf.reduce_sum(tf.abs(tf.cast(v, tf.float64)))
-                   for v in agent.trainable_variables))
+                   for v in agent.acting_variables))
 
 
 class Reporter:

@@ -192,7 +192,10 @@ def _start_line(config, info, experience_description, batch_size,
                  f'({replay_mib:,.0f} MiB)' if replay_mib is not None else '')
   pbt_part = (f', PBT member {config.pbt.member} of {config.pbt.pbt_dir}'
               if config.pbt else '')
-  return (f'Training {config.agent.torso} {config.agent.core} agent on '
+  normalized = (' with frames normalised per pixel'
+                if config.agent.normalize_frames else '')
+  return (f'Training {config.agent.torso} {config.agent.core} agent'
+          f'{normalized} on '
           f'{config.level_name} ({len(config.levels)} level'
           f'{"s" if len(config.levels) > 1 else ""}, {info.num_actions} '
           f'actions): {experience_description}, batch {batch_size}, '
@@ -239,7 +242,7 @@ def _experience(config, domain, learner, info, game_log, seed, print_fn):
         config.learner_hosts[config.task],
         trajectory_lib.unroll_spec(learner.agent, config.actors.unroll_length,
                                    info.frame_shape, info.instruction_length),
-        config.queue_capacity, learner.agent.trainable_variables,
+        config.queue_capacity, learner.agent.acting_variables,
         learner.num_updates, served, game_log.add, print_fn,
         silence_secs=config.actor_silence_secs)
   except ValueError as error:

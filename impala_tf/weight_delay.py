@@ -13,8 +13,8 @@ class DelayedWeights:
   (fewer at the start of a run, when there have not been that many)."""
 
   def __init__(self, learner_agent, actor_agent, delay, num_updates):
-    self._source = learner_agent.trainable_variables
-    self._target = actor_agent.trainable_variables
+    self._source = learner_agent.acting_variables
+    self._target = actor_agent.acting_variables
     self._history = collections.deque(maxlen=delay + 1)
     self.version = num_updates
     self.record(num_updates)

@@ -191,6 +191,33 @@ class AgentsTest(tf.test.TestCase):
     ]
     self.assertAllEqual(outputs[0], outputs[1])
 
+  def test_normalised_frames_reach_the_torso_and_the_actors(self):
+    frame_shape = (36, 36, 2)
+    last_actions, env_outputs = random_steps(3, frame_shape)
+    frames = env_outputs.frame[0].astype(np.float32) / 255
+    rng = np.random.default_rng(3)
+    mean = rng.random(frame_shape).astype(np.float32)
+    variance = rng.random(frame_shape).astype(np.float32) / 10
+    learner_agent, actor_agent = [
+        agents.Agent(3, frame_shape, 'shallow', 'feedforward',
+                     normalize_frames=True) for _ in range(2)]
+    learner_agent.frame_normalizer.mean.assign(mean)
+    learner_agent.frame_normalizer.variance.assign(variance)
+    expected = learner_agent.torso(
+        np.clip((frames - mean) / np.sqrt(variance + 1e-5), -5, 5))
+    step = learner_agent.step(last_actions[0], at_step(env_outputs, 0), ())
+    unrolled = learner_agent.unroll(last_actions, env_outputs, ())
+    self.assertAllClose(expected, unrolled.torso[0], atol=1e-5)
+    # What the actors are sent carries the statistics: the same policy.
+    for source, target in zip(learner_agent.acting_variables,
+                              actor_agent.acting_variables):
+      target.assign(source)
+    acted = actor_agent.step(last_actions[0], at_step(env_outputs, 0), ())
+    self.assertAllClose(step[0].policy_logits, acted[0].policy_logits)
+    plain = agents.Agent(3, frame_shape, 'shallow', 'feedforward')
+    self.assertEqual([v.name for v in plain.trainable_variables],
+                     [v.name for v in plain.acting_variables])
+
   def test_instruction_encoder(self):
     encoder = agents.InstructionEncoder(seed=0)
     ids = np.stack([environments.instruction_ids(text, max_words=6)

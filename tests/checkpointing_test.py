@@ -134,6 +134,21 @@ class CheckpointingTest(tf.test.TestCase):
     self.assertAllClose(config.learner.learning_rate,
                         new.evolving.values()['learning_rate'])
 
+  def test_testing_with_other_frame_normalisation_is_refused(self):
+    info = experiment.domain_of('catch/plain').environment_info(
+        pipeline_util.config(level_name='catch/plain').suite, 'catch/plain')
+    for trained, tested in ((True, False), (False, True)):
+      learners = [
+          builders.build_learner(pipeline_util.config(
+              level_name='catch/plain', normalize_frames=normalize), info)
+          for normalize in (trained, tested)]
+      logdir = self.create_tempdir().full_path
+      checkpointing.manager(learners[0], logdir).save()
+      with self.assertRaisesRegex(checkpointing.UsageError,
+                                  'trained with.* --normalize_frames'):
+        checkpointing.restore_for_test(learners[1], logdir)
+      self.assertTrue(checkpointing.restore_for_test(learners[0], logdir))
+
   def test_no_readable_checkpoint_is_one_error(self):
     logdir = tempfile.mkdtemp()
     pipeline_util.train(logdir=logdir, total_environment_frames=1_000,

@@ -194,15 +194,17 @@ class DistributedTest(tf.test.TestCase):
     self.assertIn('stopped after', actor.text())
 
   def test_two_synchronous_learners_hold_one_set_of_weights(self):
+    # With frame normalisation, whose statistics they must also share.
     cluster = self.cluster(num_learners=2)
     learners = [
         self.start(f'learner{task}', *cluster, '--job_name=learner',
-                   f'--task={task}', '--total_environment_frames=2000')
+                   f'--task={task}', '--total_environment_frames=2000',
+                   '--normalize_frames')
         for task in range(2)
     ]
     for task in range(2):
       self.start(f'actor{task}', *cluster, '--job_name=actor',
-                 f'--task={task}')
+                 f'--task={task}', '--normalize_frames')
     results = []
     for learner in learners:
       results.append(learner.wait_for(

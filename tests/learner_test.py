@@ -129,6 +129,21 @@ class LearnerTest(tf.test.TestCase):
       self.assertEqual(5 * 1 * 4,
                        int(learner.num_environment_frames.numpy()))
 
+  def test_frame_statistics_come_from_the_new_trajectories(self):
+    for xla in (False, True):
+      agent = agents.Agent(NUM_ACTIONS, OBSERVATION_SHAPE, 'shallow',
+                           'feedforward', normalize_frames=True)
+      learner = learner_lib.Learner(agent, make_hparams(), xla=xla)
+      batch = fixed_batch(agent)._replace(
+          replayed=np.array([True, False, True]))
+      learner.train_step(batch)
+      # Column 1, without the first frame (its predecessor's last).
+      new = batch.env_outputs.frame[1:, 1].astype(np.float32) / 255
+      normalizer = agent.frame_normalizer
+      self.assertEqual(5, float(normalizer.count))
+      self.assertAllClose(new.mean(0), normalizer.mean, atol=1e-6)
+      self.assertAllClose(new.var(0), normalizer.variance, atol=1e-5)
+
   def test_annealed_rate_stops_learning(self):
     agent = make_agent('feedforward')
     learner = learner_lib.Learner(
