@@ -9,9 +9,11 @@ Each line also gives the CPU seconds (all threads of the process) per call,
 the cost that `benchmarks/profile.py` cannot split between the two.
 Agents are DMLab-shaped (72x96 RGB, 9 actions, LSTM 256 core) or, with
 `--shape=atari`, Atari-shaped (84x84 grey, 4 stacked frames, Pong's 6
-actions, feed-forward core: the paper's Atari agent).
+actions, feed-forward core: the paper's Atari agent). `--normalize_frames`
+measures the agents with per-pixel frame normalisation.
 
   .venv/bin/python -m benchmarks.learner_step [--seconds=5] [--shape=atari]
+      [--normalize_frames]
 
 (from the repository root, as every benchmark runs).
 """
@@ -45,6 +47,8 @@ flags.DEFINE_list('inference_batch_sizes', ['1', '8', '32'],
                   'Batch sizes of the inference steps.')
 flags.DEFINE_enum('shape', 'dmlab', list(SHAPES), 'The agents\' inputs, '
                   'actions and core.')
+flags.DEFINE_bool('normalize_frames', False, 'Agents normalise their frames '
+                  'per pixel (experiment.py\'s --normalize_frames).')
 FLAGS = flags.FLAGS
 
 NUM_ACTION_REPEATS = 4
@@ -56,7 +60,8 @@ def make_agent(torso):
       num_actions=shape.num_actions,
       observation_shape=shape.observation,
       torso=torso,
-      core=shape.core)
+      core=shape.core,
+      normalize_frames=FLAGS.normalize_frames)
 
 
 def timed(fn, seconds):
@@ -102,6 +107,7 @@ def benchmark_learner(torso, unroll_length, batch_size, xla, seconds):
       'unroll_length': unroll_length,
       'batch_size': batch_size,
       'xla': xla,
+      'normalize_frames': FLAGS.normalize_frames,
       'parameters': agent.num_parameters(),
       'steps_per_second': round(steps_per_second, 3),
       'cpu_seconds_per_step': round(cpu_seconds, 5),
@@ -132,6 +138,7 @@ def benchmark_inference(torso, batch_size, seconds):
       'shape': FLAGS.shape,
       'torso': torso,
       'batch_size': batch_size,
+      'normalize_frames': FLAGS.normalize_frames,
       'steps_per_second': round(steps_per_second, 1),
       'cpu_seconds_per_step': round(cpu_seconds, 6),
       'agent_steps_per_second': round(steps_per_second * batch_size, 1),

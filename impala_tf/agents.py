@@ -295,24 +295,6 @@ class Agent(tf.Module):
                   if self.frame_normalizer else ())
     return tuple(self.trainable_variables) + tuple(statistics)
 
-  def frame_moments(self, frames, weights):
-    """`frame_normalizer.batch_moments` of frames as the torso sees them
-    before normalisation; () without frame normalisation.
-
-    Args:
-      frames: uint8 `[T, B, H, W, C]`.
-      weights: float32 `[B]`, 1 for the trajectories to count, else 0.
-    """
-    if not self.frame_normalizer:
-      return ()
-    return frame_normalizer.batch_moments(_scaled(frames), weights)
-
-  def update_frame_statistics(self, *moments):
-    """Adds `frame_moments` (of a batch, or summed over learners) to the
-    frame statistics; nothing without frame normalisation."""
-    if moments:
-      self.frame_normalizer.update(*moments)
-
   def initial_state(self, batch_size):
     """The core state before an episode: `LSTMState` of `[B, 256]`, or ()."""
     return self.core.initial_state(batch_size) if self.core else ()
@@ -329,9 +311,10 @@ class Agent(tf.Module):
     Returns:
       float32 `[N, 256 + 1 + A (+ 64 with instructions)]`.
     """
-    frames = _scaled(env_outputs.frame)
     if self.frame_normalizer:
-      frames = self.frame_normalizer(frames)
+      frames = self.frame_normalizer(env_outputs.frame)
+    else:
+      frames = _scaled(env_outputs.frame)
     inputs = [
         self.torso(frames),
         tf.clip_by_value(env_outputs.reward, -1.0, 1.0)[:, None],

@@ -21,21 +21,22 @@ CLIP = 5.0
 EPSILON = 1e-5
 
 
-def batch_moments(frames, weights):
-  """Weighted count, sum and sum of squares of the frames, per pixel.
+def batch_moments(frames):
+  """Count, sum and sum of squares of frames / 255, per pixel.
 
   Args:
-    frames: float32 `[T, B, H, W, C]`.
-    weights: float32 `[B]`, 1 for a trajectory to count and 0 for one not to.
+    frames: uint8 `[..., H, W, C]`, frames as the environment gives them.
 
   Returns:
-    (count: float32 scalar, the number of frames counted (T times the sum of
-    `weights`); sum and sum of squares: float32 `[H, W, C]`).
+    (count: float32 scalar, the number of frames; sum and sum of squares of
+    frames / 255: float32 `[H, W, C]`).
   """
-  weighted = frames * weights[None, :, None, None, None]
-  count = tf.cast(tf.shape(frames)[0], tf.float32) * tf.reduce_sum(weights)
-  return (count, tf.reduce_sum(weighted, axis=[0, 1]),
-          tf.reduce_sum(weighted * frames, axis=[0, 1]))
+  pixels = tf.cast(frames, tf.float32)
+  leading_axes = tf.range(tf.rank(frames) - 3)
+  count = tf.cast(tf.reduce_prod(tf.shape(frames)[:-3]), tf.float32)
+  # Scaled after the sums, on [H, W, C] rather than on every frame.
+  return (count, tf.reduce_sum(pixels, leading_axes) / 255.0,
+          tf.reduce_sum(tf.square(pixels), leading_axes) / 255.0**2)
 
 
 def merge_moments(count, mean, variance, batch_count, batch_sum,
@@ -68,9 +69,9 @@ def merge_moments(count, mean, variance, batch_count, batch_sum,
 
 
 class FrameNormalizer(tf.Module):
-  """Running per-pixel mean and variance of float frames `[..., H, W, C]`.
+  """Running per-pixel mean and variance of frames / 255 `[..., H, W, C]`.
 
-  Before its first update it is the identity (mean 0, variance 1).
+  Before its first update (mean 0, variance 1) it gives frames / 255.
   """
 
   def __init__(self, frame_shape, name=None):
@@ -83,8 +84,12 @@ class FrameNormalizer(tf.Module):
                                   name='variance')
 
   def __call__(self, frames):
-    """float32 `[N, H, W, C]` -> the same, normalised and clipped to ±5."""
-    normalized = (frames - self.mean) * tf.math.rsqrt(self.variance + EPSILON)
+    """uint8 `[N, H, W, C]` -> float32, frames / 255 normalised and clipped
+    to ±5."""
+    inverse_deviation = tf.math.rsqrt(self.variance + EPSILON)
+    # (frames / 255 - mean) / deviation in one multiply-add per pixel.
+    normalized = (tf.cast(frames, tf.float32) * (inverse_deviation / 255.0) -
+                  self.mean * inverse_deviation)
     return tf.clip_by_value(normalized, -CLIP, CLIP)
 
   def update(self, batch_count, batch_sum, batch_sum_of_squares):

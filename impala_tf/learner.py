@@ -13,6 +13,7 @@ import math
 import tensorflow as tf
 
 from impala_tf import corrections
+from impala_tf import frame_normalizer
 from impala_tf import losses
 from impala_tf import trajectory as trajectory_lib
 
@@ -254,6 +255,13 @@ class Learner(tf.Module):
     # XLA cannot compile cuDNN's LSTM kernel; on a GPU without XLA use it.
     self._use_cudnn = bool(tf.config.list_logical_devices('GPU')) and not xla
     self._strategy = strategy
+    # Outside XLA, which cannot gather the new trajectories' frames (their
+    # number is known only from the batch).
+    self._count_new_frames = None
+    if agent.frame_normalizer and strategy is None:
+      self._count_new_frames = tf.function(self._add_new_frames)
+    elif agent.frame_normalizer:
+      self._count_new_frames = tf.function(self._add_new_frames_everywhere)
     if strategy is None:
       self._compiled_step = tf.function(self._train_step, jit_compile=xla)
     else:
@@ -269,10 +277,14 @@ class Learner(tf.Module):
 
     Only the numeric fields reach the compiled step (see
     `trajectory.LEARNER_FIELDS`); the frames of the trajectories not marked
-    `replayed` are counted. Returns a dict of scalar diagnostics.
+    `replayed` are counted, and with frame normalisation added to the
+    statistics after the update. Returns a dict of scalar diagnostics.
     """
-    return self._compiled_step(
+    stats = self._compiled_step(
         *[getattr(trajectory, field) for field in trajectory_lib.LEARNER_FIELDS])
+    if self._count_new_frames:
+      self._count_new_frames(trajectory.replayed, trajectory.env_outputs.frame)
+    return stats
 
   def learning_rate(self):
     """The current rate annealed linearly to 0 over the anneal frames,
@@ -327,16 +339,28 @@ class Learner(tf.Module):
   def _train_step(self, replayed, agent_state, env_outputs, agent_outputs):
     gradients, stats, frames = self._gradients(replayed, agent_state,
                                                env_outputs, agent_outputs)
-    self.agent.update_frame_statistics(
-        *self._new_frame_moments(replayed, env_outputs))
     stats.update(self._apply(gradients, frames))
     return stats
 
-  def _new_frame_moments(self, replayed, env_outputs):
-    """`Agent.frame_moments` of the new trajectories' frames (each
-    trajectory's first frame is its predecessor's last, counted there)."""
-    return self.agent.frame_moments(
-        env_outputs.frame[1:], 1.0 - tf.cast(replayed, tf.float32))
+  def _add_new_frames(self, replayed, frames):
+    """Adds the frames of the trajectories not `replayed` (bool `[B]`) to
+    the agent's frame statistics; synchronous learners add all learners'.
+
+    Args:
+      replayed: bool `[B]`.
+      frames: uint8 `[T + 1, B, H, W, C]`; each trajectory's first frame is
+        its predecessor's last, counted there.
+    """
+    moments = frame_normalizer.batch_moments(
+        tf.boolean_mask(frames[1:], tf.logical_not(replayed), axis=1))
+    if self._strategy is not None:
+      moments = tf.distribute.get_replica_context().all_reduce(
+          tf.distribute.ReduceOp.SUM, moments)
+    self.agent.frame_normalizer.update(*moments)
+
+  def _add_new_frames_everywhere(self, replayed, frames):
+    """`_add_new_frames` on every synchronous learner."""
+    self._strategy.run(self._add_new_frames, args=(replayed, frames))
 
   def _synchronous_step(self, replayed, agent_state, env_outputs,
                         agent_outputs):
@@ -347,11 +371,6 @@ class Learner(tf.Module):
       # The losses are sums over the batch: summed gradients are those of
       # the learners' batches taken as one.
       gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
-      moments = self._new_frame_moments(replayed, env_outputs)
-      if moments:
-        # Every learner adds all learners' new frames: one set of statistics.
-        self.agent.update_frame_statistics(
-            *context.all_reduce(tf.distribute.ReduceOp.SUM, moments))
       # Every learner's batch holds as many new trajectories (same size,
       # same replay proportion).
       stats.update(self._apply(

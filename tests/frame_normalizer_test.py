@@ -8,11 +8,12 @@ from impala_tf import frame_normalizer
 FRAME_SHAPE = (6, 5, 2)
 
 
-def random_frames(rng, num_steps, batch_size):
-  """float32 `[T, B, 6, 5, 2]` in [0, 1], each pixel with its own offset."""
-  offsets = rng.random(FRAME_SHAPE)
-  return (offsets * rng.random((num_steps, batch_size) + FRAME_SHAPE) +
-          offsets).astype(np.float32) / 2
+def random_frames(rng, leading_shape):
+  """uint8 `leading_shape + [6, 5, 2]`, each pixel with its own range."""
+  low = rng.integers(0, 128, FRAME_SHAPE)
+  width = rng.integers(1, 128, FRAME_SHAPE)
+  return (low + rng.integers(0, width, leading_shape + FRAME_SHAPE)).astype(
+      np.uint8)
 
 
 class FrameNormalizerTest(tf.test.TestCase):
@@ -21,13 +22,10 @@ class FrameNormalizerTest(tf.test.TestCase):
     rng = np.random.default_rng(0)
     normalizer = frame_normalizer.FrameNormalizer(FRAME_SHAPE)
     counted = []
-    for num_steps, weights in ((4, [1, 0, 1]), (3, [0, 1, 1]), (5, [1, 1, 1]),
-                               (2, [0, 0, 0])):
-      frames = random_frames(rng, num_steps, 3)
-      normalizer.update(*frame_normalizer.batch_moments(
-          tf.constant(frames), tf.constant(weights, tf.float32)))
-      counted.append(frames[:, np.array(weights, bool)].reshape(
-          (-1,) + FRAME_SHAPE))
+    for leading_shape in ((4, 2), (3, 1), (5, 3), (2, 0), (7,)):
+      frames = random_frames(rng, leading_shape)
+      normalizer.update(*frame_normalizer.batch_moments(tf.constant(frames)))
+      counted.append(frames.reshape((-1,) + FRAME_SHAPE) / 255)
     counted = np.concatenate(counted)
     self.assertEqual(len(counted), float(normalizer.count))
     self.assertAllClose(counted.mean(0), normalizer.mean, atol=1e-6)
@@ -36,22 +34,22 @@ class FrameNormalizerTest(tf.test.TestCase):
   def test_normalises_and_clips_each_pixel(self):
     rng = np.random.default_rng(1)
     normalizer = frame_normalizer.FrameNormalizer(FRAME_SHAPE)
-    frames = rng.random((7,) + FRAME_SHAPE).astype(np.float32)
-    # Before any update: the identity.
-    self.assertAllClose(frames, normalizer(frames), atol=1e-4)
+    frames = random_frames(rng, (7,))
+    scaled = frames.astype(np.float32) / 255
+    # Before any update: frames / 255.
+    self.assertAllClose(scaled, normalizer(frames), atol=1e-4)
     mean = rng.random(FRAME_SHAPE).astype(np.float32)
     variance = rng.random(FRAME_SHAPE).astype(np.float32) / 100
     normalizer.mean.assign(mean)
     normalizer.variance.assign(variance)
-    expected = np.clip((frames - mean) / np.sqrt(variance + 1e-5), -5, 5)
-    self.assertAllClose(expected, normalizer(frames), atol=1e-5)
+    expected = np.clip((scaled - mean) / np.sqrt(variance + 1e-5), -5, 5)
+    self.assertAllClose(expected, normalizer(frames), atol=1e-4)
     self.assertTrue(np.any(np.abs(expected) == 5))  # The clip was needed.
 
   def test_a_constant_pixel_maps_to_zero(self):
     normalizer = frame_normalizer.FrameNormalizer(FRAME_SHAPE)
-    frames = np.full((4, 2) + FRAME_SHAPE, 0.3, np.float32)
-    normalizer.update(*frame_normalizer.batch_moments(
-        frames, tf.ones([2])))
+    frames = np.full((4, 2) + FRAME_SHAPE, 77, np.uint8)
+    normalizer.update(*frame_normalizer.batch_moments(frames))
     self.assertAllClose(np.zeros((3,) + FRAME_SHAPE),
                         normalizer(frames[:3, 0]), atol=1e-3)
 
