@@ -18,6 +18,7 @@ from absl import app
 from absl import flags
 
 from impala_tf import curves
+from impala_tf import markdown_table
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list('tags', ['torso_dead_fraction',
@@ -48,15 +49,13 @@ def table(runs, tags, at_frames):
   """
   columns = [(tag, frames) for tag in tags for frames in at_frames]
   header = ['run'] + [f'{tag} at {frames / 1e6:g}M' for tag, frames in columns]
-  lines = ['| ' + ' | '.join(header) + ' |',
-           '|---' + '|---:' * len(columns) + '|']
+  rows = []
   for label, summaries in runs.items():
     cells = [nearest(summaries.get(tag, []), frames)
              for tag, frames in columns]
-    lines.append('| ' + ' | '.join(
-        [label] + ['—' if cell is None else f'{cell:.2f}' for cell in cells])
-                 + ' |')
-  return '\n'.join(lines)
+    rows.append([label] + ['—' if cell is None else f'{cell:.2f}'
+                           for cell in cells])
+  return '\n'.join(markdown_table.table(header, rows))
 
 
 def _parse(argv):

@@ -30,6 +30,7 @@ import numpy as np
 
 import experiment
 from impala_tf import curves as curves_lib
+from impala_tf import markdown_table
 from impala_tf import output_files
 from impala_tf.domain import UsageError
 
@@ -102,21 +103,20 @@ def _table(results):
   """Markdown in Table 2's layout: a row per correction, in one section
   per replay proportion; a column per delay; mean ± std over seeds."""
   delays = [int(d) for d in FLAGS.actor_weights_delays]
-  lines = ['| | ' + ' | '.join(f'delay {d}' for d in delays) + ' |',
-           '|---|' + '---:|' * len(delays)]
+  rows = []
   for proportion in [float(p) for p in FLAGS.replay_proportions]:
     section = ('Without replay' if proportion == 0 else
                f'With replay ({proportion:.0%} of each batch)')
-    lines.append(f'| *{section}* |' + ' |' * len(delays))
+    rows.append([f'*{section}*'] + [''] * len(delays))
     for correction in FLAGS.corrections:
       cells = []
       for delay in delays:
         returns = [r['final_return'] for (c, p, d, _), r in results.items()
                    if (c, p, d) == (correction, proportion, delay)]
         cells.append(f'{np.mean(returns):.2f} ± {np.std(returns):.2f}')
-      lines.append(f'| {NAMES.get(correction, correction)} | ' +
-                   ' | '.join(cells) + ' |')
-  return '\n'.join(lines) + '\n'
+      rows.append([NAMES.get(correction, correction)] + cells)
+  return '\n'.join(markdown_table.table(
+      [''] + [f'delay {d}' for d in delays], rows)) + '\n'
 
 
 def _mean_curves(cells, level):

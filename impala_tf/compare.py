@@ -13,6 +13,7 @@ import sys
 from absl import app
 from absl import flags
 
+from impala_tf import markdown_table
 from impala_tf import output_files
 from impala_tf import test_results
 
@@ -80,25 +81,23 @@ def _number(value, digits=2):
 
 def markdown(comparison, benchmark, paper_run, ours_title, level_title):
   """The comparison as a markdown table with summary lines."""
-  lines = [
-      f'| {level_title} | {ours_title} | {paper_run.title} | {ours_title}, '
-      f'human-normalised | {paper_run.title}, human-normalised | '
-      'difference |',
-      '|---|---:|---:|---:|---:|---:|',
-  ]
+  header = [level_title, ours_title, paper_run.title,
+            f'{ours_title}, human-normalised',
+            f'{paper_run.title}, human-normalised', 'difference']
+  rows = []
   for level, ours, paper, ours_normalized, paper_normalized in (
       comparison.rows):
     difference = (None if paper_normalized is None else
                   ours_normalized - paper_normalized)
-    lines.append(
-        f'| {level} | {_number(ours)} | {_number(paper)} | '
-        f'{_number(ours_normalized, 1)}% | '
-        f'{_number(paper_normalized, 1)}% | '
-        f'{"n/a" if difference is None else f"{difference:+,.1f} pp"} |')
+    rows.append([level, _number(ours), _number(paper),
+                 f'{_number(ours_normalized, 1)}%',
+                 f'{_number(paper_normalized, 1)}%',
+                 'n/a' if difference is None else f'{difference:+,.1f} pp'])
   for name, (ours, paper) in comparison.summary.items():
-    lines.append(f'| **{name}** ({comparison.num_compared} '
-                 f'{level_title}s) | | | **{ours:,.1f}%** | **{paper:,.1f}%** '
-                 f'| {ours - paper:+,.1f} pp |')
+    rows.append([f'**{name}** ({comparison.num_compared} {level_title}s)',
+                 '', '', f'**{ours:,.1f}%**', f'**{paper:,.1f}%**',
+                 f'{ours - paper:+,.1f} pp'])
+  lines = markdown_table.table(header, rows)
   lines.append('')
   unreported = [row[0] for row in comparison.rows if row[2] is None]
   if unreported:
