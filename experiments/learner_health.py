@@ -64,8 +64,7 @@ def _parse(argv):
   runs = {}
   for arg in argv:
     label, logdir = curves.split_label(arg)
-    # Unlabelled, a run is named by its folder, as in impala_tf.curves.
-    runs[label or os.path.basename(os.path.normpath(logdir))] = logdir
+    runs[curves.run_name(label, logdir)] = logdir
   try:
     at_frames = [float(frames) for frames in FLAGS.at_frames]
   except ValueError:

@@ -317,6 +317,11 @@ def split_label(argument):
   return label, path
 
 
+def run_name(label, logdir):
+  """A run's name: its label, or unlabelled the name of its folder."""
+  return label or os.path.basename(os.path.normpath(logdir))
+
+
 def load_runs(logdirs, level, frames_per_level=False):
   """({run label: Curve of `level`'s games}, {run label: [`Scalar`] of the
   policy's entropy}, {run label: [`TestPoint`]}) for each log directory (or
@@ -333,7 +338,7 @@ def load_runs(logdirs, level, frames_per_level=False):
       run, curves[label or run] = curve_from_csv(logdir, run)
       entropies[label or run], tests[label or run] = [], []
       continue
-    label = label or os.path.basename(os.path.normpath(logdir))
+    label = run_name(label, logdir)
     if not os.path.isdir(logdir):
       raise InputError(f'{logdir} is not a directory')
     curves[label], entropies[label] = _load_run(logdir, level)
