@@ -24,9 +24,10 @@ from tests import pipeline_util
 # compared, a good member could copy a slow one's learning rate by chance,
 # and once a whole population ended at -0.6. With 25K, the worst member's
 # mean over its last 100 games ended at 0.88 in two runs side by side (60K
-# frames each; 0.96 at 45K, which the test runs to save a minute);
-# without exploit (--pbt_exploit_threshold=1e9) the two members at a
-# learning rate of 1e-7 stay at random play's level (-0.68 and -0.54).
+# frames each, four members; 0.96 at 45K). The test runs two members, one
+# slow, to 45K each: 38 s alone instead of 87-125 s for four in CI; it
+# ended at 1.00 and 0.98, and without exploit (--pbt_exploit_threshold=1e9)
+# the slow member stayed at random play's level (-0.64; 2026-12-07).
 # A good member's own 100-game mean can dip to 0.56 late in a run, so the
 # bar is halfway between random play (-0.6) and a perfect catcher (1.0).
 LEARNED = 0.2
