@@ -39,7 +39,8 @@ class FlagFilesTest(tf.test.TestCase):
       config = experiment.make_config(flags.FLAGS)
     self.assertEqual(8, config.batch_size)
     self.assertEqual(1e-5, config.learner.epsilon)
-    self.assertEqual(1e-3, config.learner.learning_rate)
+    self.assertEqual(6e-4, config.learner.learning_rate)  # The paper's.
+    self.assertTrue(config.agent.normalize_frames)
     self.assertEqual(10_000_000, config.total_environment_frames)
     self.assertEqual(20_000_000, config.learner.learning_rate_anneal_frames)
     self.assertEqual(0.003, config.learner.entropy_cost)
