@@ -257,11 +257,9 @@ class Learner(tf.Module):
     self._strategy = strategy
     # Outside XLA, which cannot gather the new trajectories' frames (their
     # number is known only from the batch).
-    self._count_new_frames = None
-    if agent.frame_normalizer and strategy is None:
-      self._count_new_frames = tf.function(self._add_new_frames)
-    elif agent.frame_normalizer:
-      self._count_new_frames = tf.function(self._add_new_frames_everywhere)
+    self._update_frame_statistics = (
+        tf.function(self._add_new_frames_on_every_learner)
+        if agent.frame_normalizer else None)
     if strategy is None:
       self._compiled_step = tf.function(self._train_step, jit_compile=xla)
     else:
@@ -282,8 +280,9 @@ class Learner(tf.Module):
     """
     stats = self._compiled_step(
         *[getattr(trajectory, field) for field in trajectory_lib.LEARNER_FIELDS])
-    if self._count_new_frames:
-      self._count_new_frames(trajectory.replayed, trajectory.env_outputs.frame)
+    if self._update_frame_statistics:
+      self._update_frame_statistics(trajectory.replayed,
+                                    trajectory.env_outputs.frame)
     return stats
 
   def learning_rate(self):
@@ -353,14 +352,17 @@ class Learner(tf.Module):
     """
     moments = frame_normalizer.batch_moments(
         tf.boolean_mask(frames[1:], tf.logical_not(replayed), axis=1))
-    if self._strategy is not None:
-      moments = tf.distribute.get_replica_context().all_reduce(
-          tf.distribute.ReduceOp.SUM, moments)
-    self.agent.frame_normalizer.update(*moments)
+    # With one learner (the default strategy) the sum is the moments.
+    self.agent.frame_normalizer.update(
+        *tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, moments))
 
-  def _add_new_frames_everywhere(self, replayed, frames):
-    """`_add_new_frames` on every synchronous learner."""
-    self._strategy.run(self._add_new_frames, args=(replayed, frames))
+  def _add_new_frames_on_every_learner(self, replayed, frames):
+    """`_add_new_frames` on each learner: this one, or every synchronous
+    one."""
+    strategy = (self._strategy if self._strategy is not None
+                else tf.distribute.get_strategy())
+    strategy.run(self._add_new_frames, args=(replayed, frames))
 
   def _synchronous_step(self, replayed, agent_state, env_outputs,
                         agent_outputs):
