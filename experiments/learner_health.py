@@ -26,6 +26,8 @@ flags.DEFINE_list('tags', ['torso_dead_fraction',
                   'learner/<tag> summaries to show.')
 flags.DEFINE_list('at_frames', ['1e5', '1e6', '3e6'],
                   'Environment frames at which to read each tag.')
+flags.DEFINE_integer('decimals', 2, 'Decimals shown in each cell, 0-9 '
+                     '(e.g. 4 for learner/update_to_weight_ratio, ~0.01).')
 
 
 def nearest(points, frames):
@@ -36,13 +38,14 @@ def nearest(points, frames):
   return min(points, key=lambda point: abs(point.step - frames)).value
 
 
-def table(runs, tags, at_frames):
+def table(runs, tags, at_frames, decimals=2):
   """A Markdown table: one row per run, one column per (tag, frames).
 
   Args:
     runs: {label: {tag: [`curves.Scalar`]}}, in row order.
     tags: the tags, in column order.
     at_frames: the frames (floats), in column order within a tag.
+    decimals: int, decimals shown in each cell.
 
   Returns:
     The table's text; '—' where a run has no such summary.
@@ -53,7 +56,7 @@ def table(runs, tags, at_frames):
   for label, summaries in runs.items():
     cells = [nearest(summaries.get(tag, []), frames)
              for tag, frames in columns]
-    rows.append([label] + ['—' if cell is None else f'{cell:.2f}'
+    rows.append([label] + ['—' if cell is None else f'{cell:.{decimals}f}'
                            for cell in cells])
   return '\n'.join(markdown_table.table(header, rows))
 
@@ -70,6 +73,9 @@ def _parse(argv):
   except ValueError:
     sys.exit(f'learner_health: error: --at_frames={",".join(FLAGS.at_frames)}'
              ' must be numbers')
+  if not 0 <= FLAGS.decimals <= 9:
+    sys.exit(f'learner_health: error: --decimals={FLAGS.decimals} must be '
+             '0-9')
   if not runs or not FLAGS.tags or not at_frames:
     sys.exit('learner_health: error: give one or more LABEL=LOGDIR runs, '
              '--tags and --at_frames')
@@ -88,7 +94,7 @@ def main(argv):
     if not any(summaries[label].values()):
       sys.exit(f'learner_health: error: {logdir} has none of the learner/ '
                f'summaries {",".join(FLAGS.tags)}')
-  print(table(summaries, FLAGS.tags, at_frames))
+  print(table(summaries, FLAGS.tags, at_frames, FLAGS.decimals))
 
 
 if __name__ == '__main__':

@@ -43,6 +43,12 @@ class LearnerHealthTest(tf.test.TestCase):
     self.assertEqual('| seed 1 | 0.89 | 0.30 | 1.50 | 1.50 |', lines[2])
     self.assertEqual('| seed 2 | 0.95 | 0.95 | — | — |', lines[3])
 
+  def test_table_shows_the_decimals_asked_for(self):
+    runs = {'seed 1': {'update_to_weight_ratio': points([(1e6, 0.01264)])}}
+    lines = learner_health.table(runs, ['update_to_weight_ratio'], [1e6],
+                                 decimals=4).splitlines()
+    self.assertEqual('| seed 1 | 0.0126 |', lines[2])
+
   def _run(self, *args):
     return subprocess.run(
         [sys.executable, '-m', 'experiments.learner_health', *args],
@@ -69,6 +75,7 @@ class LearnerHealthTest(tf.test.TestCase):
         ([f'run={empty}'], 'has none of the learner/ summaries'),
         ([f'run={empty}/missing'], 'is not a directory'),
         ([f'run={empty}', '--at_frames=soon'], 'must be numbers'),
+        ([f'run={empty}', '--decimals=-1'], '--decimals=-1 must be 0-9'),
         ([], 'give one or more LABEL=LOGDIR runs'),
     ]:
       result = self._run(*args)
