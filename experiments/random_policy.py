@@ -43,6 +43,7 @@ def play(config, print_fn=print):
   env = domain.training_environments(config.suite, level_names,
                                      config.seed)
   writer = tf.summary.create_file_writer(config.logdir)
+  game_summaries = progress.GameSummaries(writer, domain.benchmark)
   rng = np.random.default_rng(config.seed)
   frames, games = 0, []
   start = last_line = time.monotonic()
@@ -51,7 +52,7 @@ def play(config, print_fn=print):
     while frames < config.total_environment_frames:
       _, finished = env.step(rng.integers(0, num_actions, env.num_envs))
       frames += env.num_envs * config.num_action_repeats
-      progress.write_games(writer, frames, finished, domain.benchmark)
+      game_summaries.write(frames, finished)
       games += finished
       if time.monotonic() - last_line >= config.progress_interval_secs:
         last_line = time.monotonic()

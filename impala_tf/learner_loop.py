@@ -54,6 +54,7 @@ class Reporter:
     self._game_log = game_log
     self._status = status
     self._writer = tf.summary.create_file_writer(directory)
+    self._game_summaries = progress.GameSummaries(self._writer, benchmark)
     self._progress_line = progress_line
     self._queue_fill = queue_fill
     # Replayed trajectories' age is logged apart, so that the policy lag
@@ -79,8 +80,7 @@ class Reporter:
   def after_update(self, frames, num_updates, stats):
     """Finished games to the summaries; a progress line, the learner's
     diagnostics and the status every progress interval."""
-    progress.write_games(self._writer, frames,
-                         self._game_log.take_unwritten(), self._benchmark)
+    self._game_summaries.write(frames, self._game_log.take_unwritten())
     fps = self._progress_line.rate_if_due(frames)
     if fps is None:
       return

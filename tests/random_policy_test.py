@@ -6,6 +6,7 @@ from unittest import mock
 import numpy as np
 import tensorflow as tf
 
+from catch import domain as catch_domain
 from catch import environment as catch
 from experiments import random_policy
 from impala_tf import curves
@@ -46,6 +47,20 @@ class RandomPolicyTest(tf.test.TestCase):
     self.assertEqual(sorted(point.step for point in written),
                      [point.step for point in written])
     self.assertLessEqual(written[-1].step, 8_000 + 4 * 4)
+    # Each game's length and human-normalised score beside its return, at
+    # the same frame count.
+    lengths = curves.read_scalars(logdir, 'catch/plain/episode_frames')
+    self.assertEqual([game.episode_frames for game in games],
+                     [point.value for point in lengths])
+    self.assertEqual([point.step for point in written],
+                     [point.step for point in lengths])
+    random_score, human_score = catch_domain.BENCHMARK.baselines[
+        'catch/plain']
+    self.assertAllClose(
+        [100 * (r - random_score) / (human_score - random_score)
+         for r in returns],
+        [point.value for point in curves.read_scalars(
+            logdir, 'catch/plain/human_normalized')])
     # Random play catches about one ball in five: mean about -0.6.
     self.assertBetween(np.mean(returns), -0.9, -0.2)
     self.assertIn(f'{len(games)} games', lines[-1])
