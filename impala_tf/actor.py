@@ -29,7 +29,9 @@ class Policy:
   def __init__(self, agent, dynamic_batching_enabled=True,
                minimum_batch_size=1, maximum_batch_size=1024,
                timeout_ms=100):
-    self._step = tf.function(agent.step, reduce_retracing=True)
+    # agent.step has no Python control flow on tensors: no AutoGraph.
+    self._step = tf.function(agent.step, reduce_retracing=True,
+                             autograph=False)
     self._batcher = None
     if dynamic_batching_enabled:
       self._batcher = dynamic_batching.DynamicBatcher(

@@ -257,17 +257,20 @@ class Learner(tf.Module):
     self._strategy = strategy
     # Outside XLA, which cannot gather the new trajectories' frames (their
     # number is known only from the batch).
+    # No Python control flow depends on a tensor in these steps: tracing
+    # without AutoGraph's source rewrite starts every run sooner.
+    compile_step = functools.partial(tf.function, autograph=False)
     self._update_frame_statistics = (
-        tf.function(self._add_new_frames_on_every_learner)
+        compile_step(self._add_new_frames_on_every_learner)
         if agent.frame_normalizer else None)
     if strategy is None:
-      self._compiled_step = tf.function(self._train_step, jit_compile=xla)
+      self._compiled_step = compile_step(self._train_step, jit_compile=xla)
     else:
       # Collectives stay outside XLA.
-      self._compiled_gradients = tf.function(self._gradients,
-                                             jit_compile=xla)
-      self._compiled_step = tf.function(self._synchronous_step)
-      self._any_learner = tf.function(
+      self._compiled_gradients = compile_step(self._gradients,
+                                              jit_compile=xla)
+      self._compiled_step = compile_step(self._synchronous_step)
+      self._any_learner = compile_step(
           functools.partial(_any_replica, strategy))
 
   def train_step(self, trajectory):
