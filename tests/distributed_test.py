@@ -15,7 +15,9 @@ import time
 
 import tensorflow as tf
 
+import experiment
 from impala_tf import cluster as cluster_lib
+from tests import pipeline_util
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_RUN = ['--level_name=atari/pong', '--num_actors=4', '--batch_size=4',
@@ -220,29 +222,35 @@ class DistributedTest(tf.test.TestCase):
 
   def test_bad_cluster_settings_end_in_one_line(self):
     cases = [
-        (['--job_name=actor', '--task=2',
-          '--actor_hosts=localhost:9001,localhost:9002'],
+        (dict(job_name='actor', task=2,
+              actor_hosts='localhost:9001,localhost:9002'),
          'outside the actor job'),
-        (['--job_name=learner', '--learner_hosts=localhost'],
+        (dict(job_name='learner', learner_hosts='localhost'),
          'is not host:port'),
-        (['--job_name=learner', '--learner_hosts=localhost:8000,'
-          'localhost:8001'], 'used twice'),
-        (['--job_name=learner', '--learner_hosts=localhost:8000,'
-          'localhost:8002', '--actor_hosts=localhost:9001,localhost:9002',
-          '--batch_size=5'], 'does not split evenly'),
-        (['--job_name=learner', '--learner_hosts=localhost:8000,'
-          'localhost:8002', '--actor_hosts=localhost:9001'],
+        (dict(job_name='learner',
+              learner_hosts='localhost:8000,localhost:8001'), 'used twice'),
+        (dict(job_name='learner',
+              learner_hosts='localhost:8000,localhost:8002',
+              actor_hosts='localhost:9001,localhost:9002', batch_size=5),
+         'does not split evenly'),
+        (dict(job_name='learner',
+              learner_hosts='localhost:8000,localhost:8002',
+              actor_hosts='localhost:9001'),
          '1 actor task(s) cannot feed 2 learners'),
     ]
-    for args, message in cases:
-      result = subprocess.run(
-          [sys.executable, 'experiment.py'] + args, cwd=REPO_ROOT,
-          capture_output=True, text=True, timeout=120, check=False)
-      self.assertEqual(1, result.returncode, args)
-      last_line = result.stderr.strip().splitlines()[-1]
-      self.assertStartsWith(last_line, 'impala_tf: error: ')
-      self.assertIn(message, last_line)
-      self.assertNotIn('Traceback', result.stderr)
+    for overrides, message in cases:  # The checks, in-process.
+      with self.assertRaisesRegex(experiment.UsageError, re.escape(message),
+                                  msg=overrides):
+        pipeline_util.config(**overrides)
+    # The way out, in a process: the first case's one line.
+    result = subprocess.run(
+        [sys.executable, 'experiment.py', '--job_name=actor', '--task=2',
+         '--actor_hosts=localhost:9001,localhost:9002'], cwd=REPO_ROOT,
+        capture_output=True, text=True, timeout=120, check=False)
+    self.assertEqual(1, result.returncode)
+    self.assertNotIn('Traceback', result.stderr)
+    self.assertRegex(result.stderr.strip().splitlines()[-1],
+                     r'^impala_tf: error: .*outside the actor job')
     result = subprocess.run(
         [sys.executable, 'launch.py', '--num_learners=2',
          '--num_actor_tasks=1'], cwd=REPO_ROOT, capture_output=True,
