@@ -255,11 +255,11 @@ class Learner(tf.Module):
     # XLA cannot compile cuDNN's LSTM kernel; on a GPU without XLA use it.
     self._use_cudnn = bool(tf.config.list_logical_devices('GPU')) and not xla
     self._strategy = strategy
-    # Outside XLA, which cannot gather the new trajectories' frames (their
-    # number is known only from the batch).
     # No Python control flow depends on a tensor in these steps: tracing
     # without AutoGraph's source rewrite starts every run sooner.
     compile_step = functools.partial(tf.function, autograph=False)
+    # Outside XLA, which cannot gather the new trajectories' frames (their
+    # number is known only from the batch).
     self._update_frame_statistics = (
         compile_step(self._add_new_frames_on_every_learner)
         if agent.frame_normalizer else None)
