@@ -101,13 +101,11 @@ class RMSProp(tf.Module):
     """
     for gradient, variable, mean_square, moment in zip(
         gradients, variables, self.mean_squares, self.moments):
-      # TF1's optimizer ran this kernel: the three lines above in one pass
-      # over each variable, where separate ops took a quarter of the
-      # shallow Atari step on a CPU.
-      tf.raw_ops.ResourceApplyRMSProp(
-          var=variable.handle, ms=mean_square.handle, mom=moment.handle,
-          lr=learning_rate, rho=self._decay, momentum=self._momentum,
-          epsilon=epsilon, grad=gradient)
+      mean_square.assign(self._decay * mean_square +
+                         (1.0 - self._decay) * tf.square(gradient))
+      moment.assign(self._momentum * moment + learning_rate * gradient *
+                    tf.math.rsqrt(mean_square + epsilon))
+      variable.assign_sub(moment)
     return tf.linalg.global_norm(self.moments)
 
 
